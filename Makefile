@@ -1,0 +1,37 @@
+# subkit's checks. `make test` is the one command CI runs (.ci/run) and a newcomer runs: it
+# installs what the tests need, then runs every check.
+
+GO ?= go
+VET_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+TEST_TIMEOUT ?= 15m
+
+.PHONY: test deps fmt-check vet generate generate-check unit
+
+test: deps fmt-check vet generate-check unit
+
+deps:
+	$(GO) mod download
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$out"; exit 1; fi
+
+vet:
+	@set -e; for t in $(VET_TARGETS); do \
+		echo "go vet $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./...; \
+	done
+
+generate:
+	$(GO) generate ./...
+
+# The generated files are committed; regenerating must change nothing.
+generate-check:
+	@before=$$(git status --porcelain; git diff | sha256sum); \
+	$(GO) generate ./...; \
+	after=$$(git status --porcelain; git diff | sha256sum); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "go generate ./... changed files: run it and commit the output"; git status --short; exit 1; \
+	fi
+
+unit:
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...

@@ -1,0 +1,16 @@
+//go:build !unix && !windows
+
+package subprocess
+
+import "os/exec"
+
+// otherBackend serves platforms without process trees; Spawn refuses them with ErrUnsupported
+// (see the platform table) before the backend is used.
+type otherBackend struct{}
+
+func newBackend() backend { return otherBackend{} }
+
+func (otherBackend) envRules() envRules        { return envRules{} }
+func (otherBackend) pathRules() pathRules      { return pathRules{listSep: ":"} }
+func (otherBackend) prepare(cmd *exec.Cmd)     {}
+func (otherBackend) attach(cmd *exec.Cmd) tree { return nil }

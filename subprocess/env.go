@@ -1,0 +1,116 @@
+package subprocess
+
+import (
+	"fmt"
+	"strings"
+)
+
+// credentialWords are the name fragments that mark a variable as a credential. Matching is
+// case-insensitive and by substring, so it has false positives (KEYBOARD_LAYOUT): list those in
+// Config.AllowEnv.
+var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"}
+
+// envRules are the platform's rules for variable names.
+type envRules struct {
+	foldCase bool // Windows: names are case-insensitive
+}
+
+func (r envRules) key(name string) string {
+	if r.foldCase {
+		return strings.ToUpper(name)
+	}
+	return name
+}
+
+// looksSecret reports whether name looks like it holds a credential.
+func looksSecret(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range credentialWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// scrubEnv returns env without credential-like names and without names carrying the managed
+// prefix, except names in allow. Malformed entries (no '=') are dropped. Later duplicates win,
+// as they would in the child.
+func scrubEnv(env []string, managedPrefix string, allow []string, r envRules) []string {
+	allowed := make(map[string]bool, len(allow))
+	for _, a := range allow {
+		allowed[r.key(a)] = true
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if !allowed[r.key(name)] {
+			if looksSecret(name) || hasPrefix(name, managedPrefix, r) {
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	return mergeEnv(nil, out, r)
+}
+
+func hasPrefix(name, prefix string, r envRules) bool {
+	if prefix == "" {
+		return false
+	}
+	if r.foldCase {
+		return len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix)
+	}
+	return strings.HasPrefix(name, prefix)
+}
+
+// mergeEnv returns base with every entry of extra set, later entries winning; order is kept
+// (a replaced name stays where it first appeared).
+func mergeEnv(base, extra []string, r envRules) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	at := make(map[string]int, len(base)+len(extra))
+	for _, list := range [][]string{base, extra} {
+		for _, kv := range list {
+			name, _, _ := strings.Cut(kv, "=")
+			k := r.key(name)
+			if i, ok := at[k]; ok {
+				out[i] = kv
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// checkEnv validates explicit NAME=VALUE entries.
+func checkEnv(env []string) error {
+	for i, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			return invalid("spawn", "Env", fmt.Sprintf("entry %d %q is not NAME=VALUE", i, kv))
+		case name == "":
+			return invalid("spawn", "Env", fmt.Sprintf("entry %d %q has an empty name", i, kv))
+		case strings.ContainsRune(kv, 0):
+			return invalid("spawn", "Env", fmt.Sprintf("entry %d (%s) contains a NUL byte", i, name))
+		}
+	}
+	return nil
+}
+
+// lookupEnv returns the value of name in env under rules r.
+func lookupEnv(env []string, name string, r envRules) (string, bool) {
+	val, found := "", false
+	for _, kv := range env {
+		n, v, _ := strings.Cut(kv, "=")
+		if r.key(n) == r.key(name) {
+			val, found = v, true
+		}
+	}
+	return val, found
+}

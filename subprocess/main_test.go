@@ -1,0 +1,62 @@
+package subprocess_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newService returns a Service whose children carry a test marker, with its temp and spill
+// dirs inside the test's temp dir, and registers the leak checks: closed at the end, no
+// marked process, descriptor or runtime dir left.
+func newService(t *testing.T, cfg subprocess.Config) *subprocess.Service {
+	t.Helper()
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	if cfg.Env == nil {
+		cfg.Env = testutil.Env(mark)
+	} else {
+		cfg.Env = append(cfg.Env, testutil.MarkVar+"="+mark)
+	}
+	tmp := t.TempDir()
+	if cfg.TempDir == "" {
+		cfg.TempDir = tmp
+		testutil.EmptyDir(t, tmp)
+	}
+	if cfg.SpillDir == "" {
+		cfg.SpillDir = t.TempDir()
+	}
+	svc, err := subprocess.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, svc.Close()) })
+	return svc
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// run spawns spec and waits for its result.
+func run(t *testing.T, svc *subprocess.Service, spec subprocess.Spec) subprocess.Result {
+	t.Helper()
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	res, err := h.Wait(ctxT(t, 30*time.Second))
+	require.NoError(t, err)
+	return res
+}
+
+func sh(script string) subprocess.Spec {
+	return subprocess.Spec{Path: "bash", Args: []string{"-c", script}}
+}

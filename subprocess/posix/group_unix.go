@@ -1,0 +1,112 @@
+//go:build unix
+
+package posix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SysProcAttr returns the attributes that detach a child into a process group of its own,
+// whose id is the child's pid.
+func SysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// Group is the process group of one spawned tree. Its pgid is the leader's pid.
+//
+// Once a liveness probe has seen the group empty, the Group never signals that pgid again: the
+// number may then be reused by an unrelated group. While any member exists the kernel does not
+// hand the number out again, so a group seen alive is safe to signal.
+type Group struct {
+	leader *os.Process
+	pgid   int
+
+	mu   sync.Mutex
+	gone bool
+}
+
+// NewGroup returns the group led by p, which must have been started with SysProcAttr.
+func NewGroup(p *os.Process) *Group {
+	return &Group{leader: p, pgid: p.Pid}
+}
+
+// Pgid is the group's id.
+func (g *Group) Pgid() int { return g.pgid }
+
+// Signal sends sig to every member of the group. When the group cannot be signalled (the
+// leader changed its group, or the group is gone) it falls back to the direct child, through
+// os.Process, which cannot hit a reused pid. A tree already gone is not an error.
+func (g *Group) Signal(sig syscall.Signal) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone {
+		return nil
+	}
+	err := unix.Kill(-g.pgid, sig)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.ESRCH) {
+		g.gone = true
+	}
+	perr := g.leader.Signal(sig)
+	if perr == nil || errors.Is(perr, os.ErrProcessDone) {
+		return nil
+	}
+	if errors.Is(err, unix.ESRCH) && errors.Is(perr, unix.ESRCH) {
+		return nil
+	}
+	return fmt.Errorf("posix: signal %v to group %d: %w (direct child: %v)", sig, g.pgid, err, perr)
+}
+
+// Alive reports whether any member of the group is left. Zombies count until reaped, so the
+// caller must reap the leader (os/exec's Wait does) for the group to become empty.
+func (g *Group) Alive() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone {
+		return false
+	}
+	if err := unix.Kill(-g.pgid, 0); errors.Is(err, unix.ESRCH) {
+		g.gone = true
+		return false
+	}
+	// nil or EPERM (a member now runs as another user): someone is there.
+	return true
+}
+
+// Poll back-off for WaitGone: the first probes come fast so short-lived trees settle within a
+// few milliseconds; later ones are spaced so a long wait costs little.
+const (
+	pollFirst = 500 * time.Microsecond
+	pollMax   = 8 * time.Millisecond
+)
+
+// WaitGone returns nil once the group has no member, or ctx's error.
+func (g *Group) WaitGone(ctx context.Context) error {
+	d := pollFirst
+	var t *time.Timer
+	for g.Alive() {
+		if t == nil {
+			t = time.NewTimer(d)
+			defer t.Stop()
+		} else {
+			t.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		d = min(2*d, pollMax)
+	}
+	return nil
+}

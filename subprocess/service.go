@@ -1,0 +1,213 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// DefaultManagedPrefix is the prefix of variables that belong to the harness running subkit.
+// They are removed from the inherited environment so a stale identity of an outer harness
+// never leaks into a child implicitly; a Spec may still set them explicitly.
+const DefaultManagedPrefix = "DSH_"
+
+// Config configures a Service. The zero value is ready to use.
+type Config struct {
+	// Env is the base environment before scrubbing; nil means os.Environ().
+	Env []string
+	// ManagedPrefix names the harness-managed variables to drop from Env; empty means
+	// DefaultManagedPrefix.
+	ManagedPrefix string
+	// AllowEnv lists names kept even though they look like credentials or carry the managed
+	// prefix (false positives such as KEYBOARD_LAYOUT).
+	AllowEnv []string
+	// TempDir is where the private runtime root is created; empty means os.TempDir().
+	TempDir string
+	// SpillDir is where each process's private spill directory is created, lazily; empty
+	// means os.TempDir(). Spill files outlive the Service: their owner removes them.
+	SpillDir string
+	// Logger receives diagnostics (spill failures, cleanup trouble); nil means none.
+	Logger *slog.Logger
+}
+
+// killWait bounds the wait for a tree to vanish after SIGKILL. A tree still present then has
+// a member the kernel cannot kill now (uninterruptible sleep); Terminate reports it.
+const killWait = 10 * time.Second
+
+// Service spawns and owns process trees. It is safe for concurrent use.
+type Service struct {
+	cwd     string
+	root    string
+	env     []string
+	rules   envRules
+	paths   pathRules
+	spill   string
+	log     *slog.Logger
+	backend backend
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup // spawns between the closed check and registration
+	live     map[*Handle]struct{}
+	closeErr error
+	closing  chan struct{} // closed when Close has finished
+}
+
+// New creates a Service: it records the host cwd, scrubs the environment and creates the
+// private runtime root.
+func New(cfg Config) (*Service, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, &Error{Op: "new service", Err: err, Hint: "the host's working directory is gone"}
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	prefix := cfg.ManagedPrefix
+	if prefix == "" {
+		prefix = DefaultManagedPrefix
+	}
+	be := newBackend()
+	spill := cfg.SpillDir
+	if spill == "" {
+		spill = os.TempDir()
+	}
+	tmp := cfg.TempDir
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	root, err := os.MkdirTemp(tmp, "subkit-runtime-")
+	if err != nil {
+		return nil, &Error{Op: "new service", Name: tmp, Err: err, Hint: "set Config.TempDir to a writable directory"}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		cwd: cwd, root: root, env: scrubEnv(env, prefix, cfg.AllowEnv, be.envRules()),
+		rules: be.envRules(), paths: be.pathRules(), spill: spill, log: log, backend: be,
+		live: make(map[*Handle]struct{}), closing: make(chan struct{}),
+	}, nil
+}
+
+// Cwd is the host's working directory when the Service was created; the default Dir of a Spec.
+func (s *Service) Cwd() string { return s.cwd }
+
+// RuntimeRoot is an owner-private (0700) directory that lives as long as the Service; Close
+// deletes it.
+func (s *Service) RuntimeRoot() string { return s.root }
+
+// Env returns a copy of the scrubbed base environment every child starts from.
+func (s *Service) Env() []string { return append([]string(nil), s.env...) }
+
+// ResolveExecutable finds name the way Spawn does with no Spec.Env: an absolute file, a path
+// relative to Cwd when name holds a separator, or a search of the scrubbed PATH (with PATHEXT
+// extensions on Windows). Relative PATH entries are skipped: the current directory is never
+// searched implicitly. The error names the PATH searched.
+func (s *Service) ResolveExecutable(name string) (string, error) {
+	return s.resolve(name, s.env)
+}
+
+func (s *Service) resolve(name string, env []string) (string, error) {
+	path, _ := lookupEnv(env, "PATH", s.rules)
+	r := s.paths
+	if r.exts != nil {
+		ext, _ := lookupEnv(env, "PATHEXT", s.rules)
+		r.exts = parsePathExt(ext)
+	}
+	return resolveExecutable(name, s.cwd, path, r)
+}
+
+// register adds h to the live set, pruning handles whose trees are gone.
+func (s *Service) register(h *Handle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for o := range s.live {
+		if o.isSettled() && !o.tree.alive() {
+			delete(s.live, o)
+		}
+	}
+	s.live[h] = struct{}{}
+}
+
+// settled is called by a handle once its result is final; a handle whose tree is gone leaves
+// the live set. One whose descendants survive stays, so Close still ends them.
+func (s *Service) settled(h *Handle) {
+	if h.tree.alive() {
+		return
+	}
+	s.mu.Lock()
+	delete(s.live, h)
+	s.mu.Unlock()
+}
+
+// Close terminates every live tree (SIGTERM, grace, SIGKILL), waits for each, deletes the
+// runtime root, and then reports every failure joined. It is safe to call more than once; later
+// calls wait for the first and return its error. Spawn after Close fails with ErrClosed.
+func (s *Service) Close() error {
+	return s.Shutdown(context.Background())
+}
+
+// Shutdown is Close bounded by ctx: when ctx ends first, the trees not yet gone are reported
+// and the runtime root is still deleted.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		select {
+		case <-s.closing:
+			return s.closeErr
+		case <-ctx.Done():
+			return &Error{Op: "close", Err: ctx.Err()}
+		}
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+
+	s.mu.Lock()
+	hs := make([]*Handle, 0, len(s.live))
+	for h := range s.live {
+		hs = append(hs, h)
+	}
+	s.mu.Unlock()
+
+	errs := make([]error, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Go(func() {
+			if err := h.Terminate(ctx); err != nil {
+				errs[i] = fmt.Errorf("pid %d: %w", h.Pid(), err)
+				return
+			}
+			select {
+			case <-h.settledCh:
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("pid %d: result not settled: %w", h.Pid(), ctx.Err())
+			}
+		})
+	}
+	wg.Wait()
+	s.mu.Lock()
+	s.live = map[*Handle]struct{}{}
+	s.mu.Unlock()
+	// The root goes first, whatever happened to the processes.
+	var rootErr error
+	if err := os.RemoveAll(s.root); err != nil {
+		rootErr = &Error{Op: "close", Name: s.root, Err: err, Hint: "remove the runtime root by hand"}
+	}
+	if err := errors.Join(errs...); err != nil {
+		errs = []error{&Error{Op: "close", Err: err}}
+	} else {
+		errs = nil
+	}
+	s.closeErr = errors.Join(append(errs, rootErr)...)
+	close(s.closing)
+	return s.closeErr
+}

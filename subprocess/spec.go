@@ -1,0 +1,139 @@
+package subprocess
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults applied to zero fields of a Spec.
+const (
+	DefaultGrace     = 3 * time.Second // Terminate's SIGTERM-to-SIGKILL grace and the drain grace
+	DefaultTailBytes = 64000           // collect streams keep this many trailing bytes in memory
+)
+
+// Disposition says what happens to an output stream.
+type Disposition int
+
+const (
+	// Collect keeps a bounded in-memory tail of the stream and, when SpillBytes > 0, the whole
+	// stream in a private spill file. It is the zero value, so a Spec that says nothing loses no
+	// output.
+	Collect Disposition = iota
+	// Pipe hands the raw stream to the caller (Handle.Stdout / Handle.Stderr), who must read it.
+	Pipe
+	// Inherit connects the stream to this process's own stdout or stderr.
+	Inherit
+	// Discard sends the stream to the null device.
+	Discard
+)
+
+func (d Disposition) String() string {
+	switch d {
+	case Collect:
+		return "collect"
+	case Pipe:
+		return "pipe"
+	case Inherit:
+		return "inherit"
+	case Discard:
+		return "discard"
+	}
+	return fmt.Sprintf("Disposition(%d)", int(d))
+}
+
+// Output is the disposition of stdout or stderr.
+type Output struct {
+	Disposition Disposition
+	// TailBytes is how many trailing bytes a Collect stream keeps in memory; 0 means
+	// DefaultTailBytes.
+	TailBytes int
+	// SpillBytes, when > 0, also appends the whole stream to a private spill file, for as long
+	// as the stream is no larger than SpillBytes. The file is created only once the stream
+	// outgrows the tail. A stream that outgrows SpillBytes loses its spill file (it would be
+	// incomplete) and keeps only the tail, marked truncated.
+	SpillBytes int64
+}
+
+// InputKind says where stdin comes from.
+type InputKind int
+
+const (
+	// InputNull connects stdin to the null device: the zero value, so a child never reads this
+	// process's stdin by accident.
+	InputNull InputKind = iota
+	// InputBytes writes Input.Data to the child's stdin and then closes it.
+	InputBytes
+	// InputPipe hands the write end of a pipe to the caller (Handle.Stdin).
+	InputPipe
+	// InputInherit connects stdin to this process's own stdin; only on explicit request.
+	InputInherit
+)
+
+// Input is the source of a child's stdin.
+type Input struct {
+	Kind InputKind
+	Data []byte // for InputBytes
+}
+
+// Spec describes one process tree to spawn. Zero fields take documented defaults; nothing is
+// read from the host implicitly except the scrubbed environment and the Service's cwd.
+type Spec struct {
+	// Path is the program: an absolute path, a path with a separator (taken against Dir's
+	// parent Service cwd), or a bare name searched in the effective PATH (see
+	// Service.ResolveExecutable). It is also argv[0].
+	Path string
+	// Args are the arguments after argv[0].
+	Args []string
+	// Dir is the working directory; empty means the Service's Cwd. It must exist.
+	Dir string
+	// Env entries (NAME=VALUE) are merged over the Service's scrubbed environment and win,
+	// including for PATH when resolving Path.
+	Env []string
+	// Stdin is the child's standard input; the zero value is the null device.
+	Stdin Input
+	// Stdout and Stderr are the output dispositions; the zero value collects a
+	// DefaultTailBytes tail without a spill file.
+	Stdout, Stderr Output
+	// Grace is how long Terminate waits after SIGTERM before SIGKILL, and how long a
+	// collect stream may keep draining after the leader exits; 0 means DefaultGrace.
+	Grace time.Duration
+	// Timeout, when > 0, terminates the tree once it has run that long; the Result then says
+	// TimedOut.
+	Timeout time.Duration
+}
+
+func (o Output) check(name string) error {
+	switch {
+	case o.Disposition < Collect || o.Disposition > Discard:
+		return invalid("spawn", name, fmt.Sprintf("unknown disposition %d", int(o.Disposition)))
+	case o.TailBytes < 0:
+		return invalid("spawn", name, fmt.Sprintf("TailBytes %d is negative; use 0 for the default", o.TailBytes))
+	case o.SpillBytes < 0:
+		return invalid("spawn", name, fmt.Sprintf("SpillBytes %d is negative; use 0 for no spill file", o.SpillBytes))
+	case o.Disposition != Collect && (o.TailBytes != 0 || o.SpillBytes != 0):
+		return invalid("spawn", name, fmt.Sprintf("TailBytes and SpillBytes apply to collect, not %v", o.Disposition))
+	}
+	return nil
+}
+
+func (s *Spec) check() error {
+	switch {
+	case s.Path == "":
+		return invalid("spawn", "Path", "no program given")
+	case s.Grace < 0:
+		return invalid("spawn", "Grace", fmt.Sprintf("%v is negative; use 0 for the default", s.Grace))
+	case s.Timeout < 0:
+		return invalid("spawn", "Timeout", fmt.Sprintf("%v is negative; use 0 for no timeout", s.Timeout))
+	case s.Stdin.Kind < InputNull || s.Stdin.Kind > InputInherit:
+		return invalid("spawn", "Stdin", fmt.Sprintf("unknown input kind %d", int(s.Stdin.Kind)))
+	case s.Stdin.Kind != InputBytes && s.Stdin.Data != nil:
+		return invalid("spawn", "Stdin", "Data is set but Kind is not InputBytes")
+	}
+	if err := s.Stdout.check("Stdout"); err != nil {
+		return err
+	}
+	if err := s.Stderr.check("Stderr"); err != nil {
+		return err
+	}
+	return checkEnv(s.Env)
+}
