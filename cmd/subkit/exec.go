@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+const execUsage = `usage: subkit exec [--dir D] [--env NAME=VALUE]... [--stdin-file F|-] [--timeout DUR]
+                   [--grace DUR] [--tail-bytes N] [--spill-bytes N] [--json] -- PROGRAM [ARGS...]
+
+Runs PROGRAM as a detached process tree with stdin from the null device (or --stdin-file),
+both output streams collected as a bounded tail plus a bounded spill file, and a credential-
+scrubbed environment. On timeout or Ctrl-C the whole tree gets SIGTERM, then SIGKILL after the
+grace.
+
+With --json it prints one JSON object and exits 0 once the program has run:
+  {"argv","pid","exit_code"(null when signalled),"signal","timed_out","duration_ms",
+   "stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...}}
+Without it, it prints the tails (stdout to stdout, stderr to stderr), notes a truncation on
+stderr, and exits with the program's status: 128+N when killed by signal N, 124 on timeout.
+If the program cannot start: exit 127 (not found), 126 (not executable), 2 (bad flags or spec),
+with {"error":{"kind":"not_found"|"permission"|"invalid","message"}} under --json.
+
+flags:
+`
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+type execOutput struct {
+	Argv       []string     `json:"argv"`
+	Pid        int          `json:"pid"`
+	ExitCode   *int         `json:"exit_code"`
+	Signal     string       `json:"signal"`
+	TimedOut   bool         `json:"timed_out"`
+	DurationMs int64        `json:"duration_ms"`
+	Stdout     streamOutput `json:"stdout"`
+	Stderr     streamOutput `json:"stderr"`
+}
+
+type streamOutput struct {
+	Tail       string `json:"tail"`
+	TotalBytes int64  `json:"total_bytes"`
+	Truncated  bool   `json:"truncated"`
+	SpillPath  string `json:"spill_path"`
+}
+
+type errorOutput struct {
+	Error struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		dir        = fs.String("dir", "", "working directory (default: the current one)")
+		env        stringList
+		stdinFile  = fs.String("stdin-file", "", "file whose bytes become stdin, or - for this process's stdin")
+		timeout    = fs.Duration("timeout", 0, "terminate the tree after this long (0: no timeout)")
+		grace      = fs.Duration("grace", subprocess.DefaultGrace, "wait between SIGTERM and SIGKILL, and for pipes to drain")
+		tailBytes  = fs.Int("tail-bytes", subprocess.DefaultTailBytes, "bytes of each stream kept in memory")
+		spillBytes = fs.Int64("spill-bytes", 64<<20, "largest stream kept whole in a spill file (0: no spill file)")
+		asJSON     = fs.Bool("json", false, "print one JSON object")
+	)
+	fs.Var(&env, "env", "NAME=VALUE set in the child's environment (repeatable)")
+	fail := func(kind string, code int, err error) int {
+		return reportError(stdout, stderr, *asJSON, kind, code, err)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, execUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		return fail("invalid", exitUsage, err)
+	}
+	switch {
+	case fs.NArg() == 0:
+		return fail("invalid", exitUsage, errors.New("no program given: subkit exec [flags] -- PROGRAM [ARGS...]"))
+	case *tailBytes <= 0:
+		return fail("invalid", exitUsage, fmt.Errorf("--tail-bytes %d must be positive", *tailBytes))
+	case *spillBytes < 0:
+		return fail("invalid", exitUsage, fmt.Errorf("--spill-bytes %d must be 0 (no spill) or positive", *spillBytes))
+	case *timeout < 0 || *grace <= 0:
+		return fail("invalid", exitUsage, errors.New("--timeout must not be negative and --grace must be positive"))
+	}
+	spec := subprocess.Spec{
+		Path: fs.Arg(0), Args: fs.Args()[1:], Dir: *dir, Env: env,
+		Grace: *grace, Timeout: *timeout,
+		Stdout: subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
+		Stderr: subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
+	}
+	if *stdinFile != "" {
+		var data []byte
+		var err error
+		if *stdinFile == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(*stdinFile)
+		}
+		if err != nil {
+			return fail("invalid", exitUsage, fmt.Errorf("--stdin-file: %w", err))
+		}
+		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: data}
+	}
+
+	svc, err := subprocess.New(subprocess.Config{})
+	if err != nil {
+		return fail("internal", exitFailure, err)
+	}
+	defer svc.Close()
+	h, err := svc.Spawn(ctx, spec)
+	if err != nil {
+		switch {
+		case errors.Is(err, subprocess.ErrNotFound):
+			return fail("not_found", exitNotFound, err)
+		case errors.Is(err, subprocess.ErrPermission):
+			return fail("permission", exitNotExec, err)
+		case errors.Is(err, subprocess.ErrInvalid):
+			return fail("invalid", exitUsage, err)
+		}
+		return fail("internal", exitFailure, err)
+	}
+	defer h.Close()
+	res, err := h.Wait(ctx)
+	if err != nil { // interrupted: end the tree, then report what it did
+		h.Terminate(context.Background())
+		res, err = h.Wait(context.Background())
+		if err != nil {
+			return fail("internal", exitFailure, err)
+		}
+	}
+	if *asJSON {
+		out := execOutput{
+			Argv: h.Argv(), Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
+			DurationMs: res.Duration.Milliseconds(),
+			Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
+		}
+		if res.Signal == "" {
+			out.ExitCode = &res.ExitCode
+		}
+		writeJSON(stdout, out)
+		return 0
+	}
+	stdout.Write(res.Stdout.Tail)
+	stderr.Write(res.Stderr.Tail)
+	for _, s := range []struct {
+		name string
+		r    subprocess.StreamResult
+	}{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
+		if s.r.Truncated {
+			fmt.Fprintf(stderr, "\n[subkit: %s truncated: showing the last %d of %d bytes", s.name, len(s.r.Tail), s.r.TotalBytes)
+			if s.r.SpillPath != "" {
+				fmt.Fprintf(stderr, "; the whole stream is in %s", s.r.SpillPath)
+			}
+			fmt.Fprintln(stderr, "]")
+		}
+	}
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(stderr, "[subkit: timed out after %v; the tree was terminated]\n", *timeout)
+		return exitTimeout
+	case res.Signal != "":
+		return exitSignalShift + signalNumber(res.Signal)
+	}
+	return res.ExitCode
+}
+
+// streamJSON renders a stream result; a truncated tail starts at a whole UTF-8 character.
+func streamJSON(r subprocess.StreamResult) streamOutput {
+	tail := r.Tail
+	if r.Truncated {
+		for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+			tail = tail[1:]
+		}
+	}
+	return streamOutput{Tail: string(tail), TotalBytes: r.TotalBytes, Truncated: r.Truncated, SpillPath: r.SpillPath}
+}
+
+func reportError(stdout, stderr io.Writer, asJSON bool, kind string, code int, err error) int {
+	if asJSON {
+		var out errorOutput
+		out.Error.Kind, out.Error.Message = kind, err.Error()
+		writeJSON(stdout, out)
+	} else {
+		fmt.Fprintf(stderr, "subkit: %v\n", err)
+		if code == exitUsage {
+			fmt.Fprintln(stderr, `run "subkit exec -h" for usage`)
+		}
+	}
+	return code
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+

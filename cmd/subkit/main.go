@@ -1,0 +1,64 @@
+// Command subkit runs processes the way the subkit library does, so a newcomer can try it
+// from a shell.
+//
+//	subkit exec [flags] -- PROGRAM [ARGS...]   run one process tree, print its result
+//	subkit tree [--json] PID                   show a process and its descendants
+//
+// Exit status of subkit itself: 2 for bad flags or a bad spec, 127 when the program is not
+// found, 126 when it cannot be executed, 1 for any other failure of subkit. Otherwise see each
+// command.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit statuses of subkit itself.
+const (
+	exitFailure     = 1
+	exitUsage       = 2
+	exitTimeout     = 124 // as timeout(1)
+	exitNotExec     = 126
+	exitNotFound    = 127
+	exitSignalShift = 128
+)
+
+const usage = `usage: subkit COMMAND [flags] [args]
+
+commands:
+  exec   run one process tree with bounded output and print its result
+  tree   show a process and its descendants
+
+Run "subkit COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole CLI, minus process exit, so tests drive it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "exec":
+		return cmdExec(ctx, args[1:], stdin, stdout, stderr)
+	case "tree":
+		return cmdTree(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "subkit: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
