@@ -212,4 +212,3 @@ func writeJSON(w io.Writer, v any) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 }
-
