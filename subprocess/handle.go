@@ -36,6 +36,7 @@ type Handle struct {
 	stdin          *os.File // the caller's pipe end (InputPipe)
 	stdout, stderr *os.File // the caller's pipe ends (Pipe)
 	collectors     [2]*collector
+	place          *spillPlace
 	pumpsR         [2]*os.File   // read ends the pumps own, for cutting the drain
 	feedDone       chan struct{} // closed when the InputBytes writer has returned, or nil
 	feedW          *os.File
@@ -59,6 +60,14 @@ type termRun struct {
 
 // Pid is the leader's process id (also the process group id on POSIX).
 func (h *Handle) Pid() int { return h.pid }
+
+// SpillDir is the private directory holding this handle's spill files, or "" while none has
+// been needed. Its files outlive the handle; their owner removes them.
+func (h *Handle) SpillDir() string {
+	h.place.mu.Lock()
+	defer h.place.mu.Unlock()
+	return h.place.dir
+}
 
 // Argv is the argument vector the leader was started with.
 func (h *Handle) Argv() []string { return append([]string(nil), h.argv...) }

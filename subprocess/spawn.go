@@ -59,13 +59,14 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	h := &Handle{
 		svc: s, argv: append([]string{spec.Path}, spec.Args...), grace: grace,
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}),
+		place: &spillPlace{parent: s.spill},
 	}
 	cmd := &exec.Cmd{Path: path, Args: h.argv, Dir: dir, Env: env}
 	s.backend.prepare(cmd)
 
 	var io stdio
 	defer io.closeChildEnds()
-	if err := io.setup(cmd, h, spec, &spillPlace{parent: s.spill}); err != nil {
+	if err := io.setup(cmd, h, spec); err != nil {
 		io.closeParentEnds()
 		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err, Hint: "the process may be out of file descriptors"}
 	}
@@ -113,7 +114,7 @@ func (io *stdio) pipe() (r, w *os.File, err error) {
 	return r, w, nil
 }
 
-func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec, place *spillPlace) error {
+func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec) error {
 	switch spec.Stdin.Kind {
 	case InputNull:
 		// os/exec connects a nil Stdin to the null device.
@@ -148,7 +149,7 @@ func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec, place *spillPlace) e
 			io.child, io.parent = append(io.child, w), append(io.parent, r)
 			target = w
 			if o.Disposition == Collect {
-				h.collectors[i] = newCollector(Stream(i+1).String(), o, place)
+				h.collectors[i] = newCollector(Stream(i+1).String(), o, h.place)
 				h.pumpsR[i] = r
 			} else if i == 0 {
 				h.stdout = r
