@@ -19,6 +19,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // marked process, descriptor or runtime dir left.
 func newService(t *testing.T, cfg subprocess.Config) *subprocess.Service {
 	t.Helper()
+	svc, _ := newServiceMark(t, cfg)
+	return svc
+}
+
+// newServiceMark is newService that also returns the marker its children carry.
+func newServiceMark(t *testing.T, cfg subprocess.Config) (*subprocess.Service, string) {
+	t.Helper()
 	mark := testutil.Mark()
 	testutil.NoLeaks(t, mark)
 	if cfg.Env == nil {
@@ -37,7 +44,7 @@ func newService(t *testing.T, cfg subprocess.Config) *subprocess.Service {
 	svc, err := subprocess.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, svc.Close()) })
-	return svc
+	return svc, mark
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

@@ -194,6 +194,12 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	// Processes that left their trees but carry the Service's cookie.
+	if sw, ok := s.backend.(interface{ sweep(context.Context) error }); ok {
+		if err := sw.sweep(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("escaped processes: %w", err))
+		}
+	}
 	s.mu.Lock()
 	s.live = map[*Handle]struct{}{}
 	s.mu.Unlock()

@@ -91,10 +91,13 @@ const (
 )
 
 // WaitGone returns nil once the group has no member, or ctx's error.
-func (g *Group) WaitGone(ctx context.Context) error {
+func (g *Group) WaitGone(ctx context.Context) error { return poll(ctx, g.Alive) }
+
+// poll waits until alive reports false, probing with back-off.
+func poll(ctx context.Context, alive func() bool) error {
 	d := pollFirst
 	var t *time.Timer
-	for g.Alive() {
+	for alive() {
 		if t == nil {
 			t = time.NewTimer(d)
 			defer t.Stop()

@@ -1,0 +1,38 @@
+// Package procinspect reads the operating system's process table and names
+// processes exactly.
+//
+// A pid alone does not name a process: once a process is reaped its number
+// can be handed to a new, unrelated one. An [Identity] pairs the pid with the
+// platform's raw start token, and two identities name the same process only
+// if both parts match. The token is whatever the platform records without
+// conversion, so it never drifts:
+//
+//   - Linux: starttime, field 22 of /proc/<pid>/stat, in clock ticks since
+//     boot. It is not converted to wall-clock time, because the boot time
+//     needed for that moves with NTP adjustments.
+//   - macOS: the process start time ps(1) prints as lstart, in Unix seconds.
+//   - Windows (not yet implemented): the creation FILETIME.
+//
+// Tokens are comparable only on one host and, for a given pid, only with
+// tokens from the same platform.
+//
+// [Snapshot] reads the whole table once into a [Table], which answers tree
+// questions offline: [Table.Children], [Table.Descendants], [Table.Session]
+// and [Table.Group]. Tree walks are start-time fenced: a process counts as a
+// child only if it started no earlier than its parent, so a stale parent pid
+// that now names a newer, unrelated process does not adopt the old one's
+// children. [Lookup] and [Alive] read a single process, and [Environ] reads
+// a process's initial environment (Linux only), which lets a caller find
+// processes that escaped a tree by an environment cookie it planted.
+//
+// On Linux the package reads /proc directly (see package
+// github.com/subkit/subkit/procinspect/linux): one directory listing and one
+// small read per process, many times cheaper than general-purpose libraries.
+// On macOS each Snapshot or Lookup runs one ps(1) (see package
+// github.com/subkit/subkit/procinspect/darwin). Elsewhere every call fails
+// with an error wrapping [ErrUnsupported].
+//
+// Everything here is a point-in-time reading: a process may exit, and its pid
+// be reused, right after it was read. Use Identity rather than pids to act on
+// what a Table reports.
+package procinspect

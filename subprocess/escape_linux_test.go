@@ -1,0 +1,59 @@
+package subprocess_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
+)
+
+// daemons leaves processes that escape the group every way bash allows.
+const daemons = `setsid sleep 1001 &
+(sleep 1002 &)
+nohup sleep 1003 >/dev/null 2>&1 &
+sleep 1004 & disown
+setsid bash -c 'sleep 1005 & sleep 1006 &' &
+echo ready; exec sleep 1000`
+
+func TestTerminateEndsEscapedDaemons(t *testing.T) {
+	svc, mark := newServiceMark(t, subprocess.Config{})
+	spec := sh(daemons)
+	spec.Grace = 500 * time.Millisecond
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	waitFor(t, h, subprocess.Stdout, "ready")
+	waitMarked(t, mark, 7)
+	require.NoError(t, h.Terminate(ctxT(t, 20*time.Second)))
+	assert.Empty(t, testutil.Marked(mark), "every process of the tree is gone after Terminate")
+}
+
+func TestCloseEndsEscapedDaemons(t *testing.T) {
+	svc, mark := newServiceMark(t, subprocess.Config{})
+	spec := sh(daemons + "\n")
+	spec.Args[1] = `setsid sleep 1001 & setsid bash -c 'sleep 1005 &' & echo ready`
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	res, err := h.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+	waitMarked(t, mark, 2)
+	require.NoError(t, svc.Close())
+	assert.Empty(t, testutil.Marked(mark), "Close ends the processes that left the tree")
+}
+
+func waitMarked(t *testing.T, mark string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(testutil.Marked(mark)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d marked processes appeared, want %d", len(testutil.Marked(mark)), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,119 @@
+//go:build unix
+
+package posix
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/subkit/subkit/procinspect"
+)
+
+// CookiePrefix starts the name of the environment variable that marks every process of a
+// tree. Each tree gets a variable of its own (SUBKIT_TREE_<random>=1), so a process started
+// inside a nested tree carries the cookies of every tree around it.
+const CookiePrefix = "SUBKIT_TREE_"
+
+// Cookie marks one tree: processes whose environment holds it, of this user, and started no
+// earlier than the tree's leader belong to the tree even after they left its process group
+// and session (setsid, double fork). A process that clears or rewrites its environment before
+// exec is not found: that is the limit of the method.
+type Cookie struct {
+	name  string // "SUBKIT_TREE_<hex>"
+	since uint64 // the leader's start token; 0 until Started
+}
+
+// NewCookie returns a fresh cookie.
+func NewCookie() *Cookie {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return &Cookie{name: CookiePrefix + hex.EncodeToString(b)}
+}
+
+// Env is the NAME=VALUE entry to put in the leader's environment.
+func (c *Cookie) Env() string { return c.name + "=1" }
+
+// Started records the leader's start token; processes older than it are never matched. A
+// cookie never Started (one shared by many trees) matches processes of any age.
+func (c *Cookie) Started(ctx context.Context, leaderPid int) {
+	if p, err := procinspect.Lookup(ctx, leaderPid); err == nil {
+		c.since = p.Start
+	}
+}
+
+// Find lists the live processes of this user that carry the cookie, except those in skip
+// (a process group already handled by other means). It finds nothing where process
+// environments cannot be read (only Linux is supported).
+func (c *Cookie) Find(ctx context.Context, skipPgid int) ([]procinspect.Identity, error) {
+	if !canReadEnviron {
+		return nil, nil
+	}
+	tab, err := procinspect.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := c.name + "="
+	var found []procinspect.Identity
+	for _, p := range tab.Procs() {
+		if p.Start < c.since || p.Pgid == skipPgid || !sameUser(p.Pid) {
+			continue
+		}
+		env, err := procinspect.Environ(ctx, p.Pid)
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, kv := range env {
+			if strings.HasPrefix(kv, want) {
+				found = append(found, p.Identity)
+				break
+			}
+		}
+	}
+	return found, nil
+}
+
+// CookieFromEnv returns the cookie of an entry made by Env, or nil.
+func CookieFromEnv(entry string) *Cookie {
+	name, _, ok := strings.Cut(entry, "=")
+	if !ok || !strings.HasPrefix(name, CookiePrefix) {
+		return nil
+	}
+	return &Cookie{name: name}
+}
+
+// SweepCookie ends every process carrying c: SIGTERM (and SIGCONT), then SIGKILL to those
+// left after grace, all identity-fenced. It returns once they are gone or ctx ends.
+func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
+	found, err := c.Find(ctx, 0)
+	if err != nil || len(found) == 0 {
+		return err
+	}
+	SignalAll(ctx, found, unix.SIGTERM)
+	SignalAll(ctx, found, unix.SIGCONT)
+	live := func() bool {
+		n := 0
+		for _, id := range found {
+			if ok, _ := procinspect.Alive(ctx, id); ok {
+				found[n] = id
+				n++
+			}
+		}
+		found = found[:n]
+		return n > 0
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	poll(gctx, live)
+	cancel()
+	if len(found) == 0 {
+		return nil
+	}
+	if err := SignalAll(ctx, found, unix.SIGKILL); err != nil {
+		return err
+	}
+	return poll(ctx, live)
+}

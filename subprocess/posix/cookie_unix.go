@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package posix
+
+// Process environments are not readable here; see Cookie.
+const canReadEnviron = false
+
+func sameUser(pid int) bool { return false }

@@ -1,0 +1,94 @@
+//go:build unix
+
+package posix
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/subkit/subkit/procinspect"
+)
+
+// Tree is a spawned tree: its process group, plus the processes that left the group but
+// carry the tree's cookie (found by Sweep).
+type Tree struct {
+	*Group
+	cookie *Cookie
+
+	mu      sync.Mutex
+	escaped []procinspect.Identity
+}
+
+// NewTree returns the tree led by p, marked with c (which may be nil).
+func NewTree(p *os.Process, c *Cookie) *Tree {
+	return &Tree{Group: NewGroup(p), cookie: c}
+}
+
+// Sweep finds the processes that carry the tree's cookie outside its group, signals each
+// (identity-fenced) and remembers them, so Alive and WaitGone account for them.
+func (t *Tree) Sweep(ctx context.Context, sig syscall.Signal) error {
+	if t.cookie == nil {
+		return nil
+	}
+	found, err := t.cookie.Find(ctx, t.pgid)
+	t.mu.Lock()
+	t.escaped = mergeIdentities(t.escaped, found)
+	esc := append([]procinspect.Identity(nil), t.escaped...)
+	t.mu.Unlock()
+	return errors.Join(err, SignalAll(ctx, esc, sig))
+}
+
+// SignalAll sends sig to each identity that is still alive, fenced by start time.
+func SignalAll(ctx context.Context, ids []procinspect.Identity, sig syscall.Signal) error {
+	var errs []error
+	for _, id := range ids {
+		if _, err := SignalIdentity(ctx, id, sig); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Alive reports whether the group or any process found by Sweep is left.
+func (t *Tree) Alive() bool {
+	if t.Group.Alive() {
+		return true
+	}
+	return len(t.liveEscaped()) > 0
+}
+
+// liveEscaped drops the swept processes that are gone and returns the rest.
+func (t *Tree) liveEscaped() []procinspect.Identity {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	live := t.escaped[:0]
+	for _, id := range t.escaped {
+		if ok, err := procinspect.Alive(context.Background(), id); ok || err != nil {
+			live = append(live, id)
+		}
+	}
+	t.escaped = live
+	return live
+}
+
+// WaitGone returns once Alive is false, or with ctx's error.
+func (t *Tree) WaitGone(ctx context.Context) error {
+	return poll(ctx, t.Alive)
+}
+
+func mergeIdentities(a, b []procinspect.Identity) []procinspect.Identity {
+	seen := make(map[procinspect.Identity]bool, len(a))
+	for _, id := range a {
+		seen[id] = true
+	}
+	for _, id := range b {
+		if !seen[id] {
+			seen[id] = true
+			a = append(a, id)
+		}
+	}
+	return a
+}
