@@ -54,6 +54,9 @@ type Proc struct {
 	// executable path, or the short name in parentheses when ps may not read
 	// the process's arguments.
 	Comm string
+	// Zombie is true for a process that has exited and waits to be reaped: it is in the table
+	// but cannot act or be killed.
+	Zombie bool
 }
 
 // ErrNotFound is wrapped by errors about a process that does not exist, or

@@ -71,5 +71,6 @@ func fromRecord(r *darwin.Record) Proc {
 		Tpgid:    r.Tpgid,
 		Tty:      r.Tty,
 		Comm:     r.Comm,
+		Zombie:   r.Zombie(),
 	}
 }

@@ -97,5 +97,6 @@ func fromStat(st *linux.Stat) Proc {
 		Tpgid:    st.Tpgid,
 		Tty:      tty,
 		Comm:     st.Comm,
+		Zombie:   st.Zombie(),
 	}
 }

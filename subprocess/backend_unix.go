@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess/posix"
 )
 
@@ -75,4 +76,8 @@ func (t posixTree) exitSignal(ps *os.ProcessState) string {
 		return unix.SignalName(ws.Signal())
 	}
 	return ""
+}
+
+func (t posixTree) members(ctx context.Context) ([]procinspect.Proc, error) {
+	return t.t.Members(ctx)
 }

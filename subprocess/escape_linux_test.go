@@ -2,6 +2,7 @@ package subprocess_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,4 +57,32 @@ func waitMarked(t *testing.T, mark string, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestMembersListsSurvivors(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	spec := sh(`sleep 1000 & setsid sleep 1001 & echo ready`)
+	spec.Stdout.Disposition = subprocess.Discard
+	spec.Stderr.Disposition = subprocess.Discard
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	_, err = h.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	var comms []string
+	require.Eventually(t, func() bool {
+		procs, err := h.Members(context.Background())
+		require.NoError(t, err)
+		comms = comms[:0]
+		for _, p := range procs {
+			comms = append(comms, p.Comm)
+			assert.NotZero(t, p.Start)
+		}
+		// Until the forks have exec'd, a member may still be named bash or setsid.
+		return slices.Equal(comms, []string{"sleep", "sleep"})
+	}, 5*time.Second, 10*time.Millisecond, "members: %v", comms)
+	require.NoError(t, h.Terminate(ctxT(t, 10*time.Second)))
+	procs, err := h.Members(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, procs)
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/subkit/subkit/procinspect"
 )
 
 // Result is how a spawned tree ended, final once the Handle settles.
@@ -199,6 +201,24 @@ func (h *Handle) waitTree(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return h.tree.waitGone(ctx)
+}
+
+// Members lists the processes of the tree alive now, as exact identities with their parent,
+// group and session: on POSIX the members of its process group (until the group has been seen
+// empty) and, on Linux, processes that left the group but carry the tree's cookie. After the
+// result settles it tells whether daemons outlived the leader.
+func (h *Handle) Members(ctx context.Context) ([]procinspect.Proc, error) {
+	m, ok := h.tree.(interface {
+		members(context.Context) ([]procinspect.Proc, error)
+	})
+	if !ok {
+		return nil, &Error{Op: "members", Name: h.argv[0], Kind: ErrUnsupported}
+	}
+	procs, err := m.members(ctx)
+	if err != nil {
+		return procs, &Error{Op: "members", Name: h.argv[0], Err: err}
+	}
+	return procs, nil
 }
 
 // ReadOutput reads a collected stream from offset from (whole-stream byte coordinates), at most

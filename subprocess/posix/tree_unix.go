@@ -92,3 +92,32 @@ func mergeIdentities(a, b []procinspect.Identity) []procinspect.Identity {
 	}
 	return a
 }
+
+// Members lists the live processes of the tree: the members of its group (unless the group
+// has been seen empty) and the processes outside it that carry the tree's cookie.
+func (t *Tree) Members(ctx context.Context) ([]procinspect.Proc, error) {
+	tab, err := procinspect.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []procinspect.Proc
+	if t.Group.Alive() {
+		for _, p := range tab.Group(t.pgid) {
+			if !p.Zombie {
+				out = append(out, p)
+			}
+		}
+	}
+	if t.cookie != nil {
+		found, err := t.cookie.Find(ctx, t.pgid)
+		if err != nil {
+			return out, err
+		}
+		for _, id := range found {
+			if p, ok := tab.Get(id.Pid); ok && p.Identity == id && !p.Zombie {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
