@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/internal/tail"
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // Stream names an output stream of a Handle.
@@ -102,17 +103,32 @@ func newCollector(name string, o Output, place *spillPlace) *collector {
 	}
 }
 
-// pump reads r to its end (or until r's read deadline cuts it) and closes r.
-func (c *collector) pump(r *os.File) {
+// pump reads r to its end (or until r's read deadline cuts it) and closes r. Any read error
+// ends the stream: EOF for a pipe, EIO for a pty master whose terminal has no holder left.
+// With text set, the bytes go through a UTF-8 bridge, so the stream holds whole code points.
+func (c *collector) pump(r *os.File, text bool) {
 	defer close(c.done)
 	defer r.Close()
 	buf := make([]byte, 32*1024)
+	var bridge *utf8bridge.Bridge
+	var conv []byte
+	if text {
+		bridge = new(utf8bridge.Bridge)
+	}
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			c.write(buf[:n])
+			if bridge != nil {
+				conv = bridge.Feed(conv[:0], buf[:n])
+				c.write(conv)
+			} else {
+				c.write(buf[:n])
+			}
 		}
 		if err != nil {
+			if bridge != nil {
+				c.write(bridge.Flush(conv[:0]))
+			}
 			c.mu.Lock()
 			c.ended = true
 			c.mu.Unlock()

@@ -97,14 +97,7 @@ func nilIfNone(f *os.File) interface {
 // have drained (or the drain grace has run out).
 func (h *Handle) Done() <-chan struct{} { return h.settledCh }
 
-func (h *Handle) isSettled() bool {
-	select {
-	case <-h.settledCh:
-		return true
-	default:
-		return false
-	}
-}
+func (h *Handle) finished() bool { return isClosed(h.settledCh) && !h.tree.alive() }
 
 // Wait returns the result once the handle settles, or ctx's error first. It does not end the
 // tree: pair it with Terminate to bound it.

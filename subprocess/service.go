@@ -52,7 +52,7 @@ type Service struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup // spawns between the closed check and registration
-	live     map[*Handle]struct{}
+	live     map[owned]struct{}
 	closeErr error
 	closing  chan struct{} // closed when Close has finished
 }
@@ -92,7 +92,7 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		cwd: cwd, root: root, env: scrubEnv(env, prefix, cfg.AllowEnv, be.envRules()),
 		rules: be.envRules(), paths: be.pathRules(), spill: spill, log: log, backend: be,
-		live: make(map[*Handle]struct{}), closing: make(chan struct{}),
+		live: make(map[owned]struct{}), closing: make(chan struct{}),
 	}, nil
 }
 
@@ -124,26 +124,35 @@ func (s *Service) resolve(name string, env []string) (string, error) {
 	return resolveExecutable(name, s.cwd, path, r)
 }
 
-// register adds h to the live set, pruning handles whose trees are gone.
-func (s *Service) register(h *Handle) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for o := range s.live {
-		if o.isSettled() && !o.tree.alive() {
-			delete(s.live, o)
-		}
-	}
-	s.live[h] = struct{}{}
+// owned is a tree the Service ends at Close: a Handle or a Terminal.
+type owned interface {
+	Terminate(ctx context.Context) error
+	Done() <-chan struct{}
+	Pid() int
+	// finished reports that the result is final and nothing of the tree is left.
+	finished() bool
 }
 
-// settled is called by a handle once its result is final; a handle whose tree is gone leaves
-// the live set. One whose descendants survive stays, so Close still ends them.
-func (s *Service) settled(h *Handle) {
-	if h.tree.alive() {
+// register adds o to the live set, pruning trees that are finished.
+func (s *Service) register(o owned) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for x := range s.live {
+		if x.finished() {
+			delete(s.live, x)
+		}
+	}
+	s.live[o] = struct{}{}
+}
+
+// settled is called once a result is final; a finished tree leaves the live set. One whose
+// descendants survive stays, so Close still ends them.
+func (s *Service) settled(o owned) {
+	if !o.finished() {
 		return
 	}
 	s.mu.Lock()
-	delete(s.live, h)
+	delete(s.live, o)
 	s.mu.Unlock()
 }
 
@@ -172,7 +181,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.inflight.Wait()
 
 	s.mu.Lock()
-	hs := make([]*Handle, 0, len(s.live))
+	hs := make([]owned, 0, len(s.live))
 	for h := range s.live {
 		hs = append(hs, h)
 	}
@@ -187,7 +196,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 				return
 			}
 			select {
-			case <-h.settledCh:
+			case <-h.Done():
 			case <-ctx.Done():
 				errs[i] = fmt.Errorf("pid %d: result not settled: %w", h.Pid(), ctx.Err())
 			}
@@ -201,7 +210,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	s.live = map[*Handle]struct{}{}
+	s.live = map[owned]struct{}{}
 	s.mu.Unlock()
 	// The root goes first, whatever happened to the processes.
 	var rootErr error

@@ -81,7 +81,7 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 
 	for i, c := range h.collectors {
 		if c != nil {
-			go c.pump(h.pumpsR[i])
+			go c.pump(h.pumpsR[i], false)
 		}
 	}
 	if spec.Stdin.Kind == InputBytes {

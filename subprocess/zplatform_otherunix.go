@@ -11,6 +11,6 @@ const (
 	capSpawn     = levelBestEffort  // Spawn detached process trees, Terminate (TERM, grace, KILL), WaitForExit
 	capCollect   = levelBestEffort  // Stream dispositions, bounded tails, spill files, offset reads
 	capEnvScrub  = levelFull        // Credential-scrubbed env, ResolveExecutable
-	capTerminals = levelUnsupported // Terminals (pty), foreground groups
+	capTerminals = levelBestEffort  // Terminals (pty), foreground groups
 	capInspect   = levelUnsupported // Process inspection (procinspect)
 )

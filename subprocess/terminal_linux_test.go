@@ -1,0 +1,160 @@
+package subprocess_test
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/subprocess"
+)
+
+func interactiveBash(t *testing.T, svc *subprocess.Service) *subprocess.Terminal {
+	t.Helper()
+	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+		Path: "bash", Args: []string{"--norc", "--noprofile", "-i"},
+		Env:   []string{"PS1=$ ", "TERM=dumb"},
+		Grace: 500 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { term.Close() })
+	return term
+}
+
+// screenWait polls the terminal's output until it contains text.
+func screenWait(t *testing.T, term *subprocess.Terminal, text string) string {
+	t.Helper()
+	var screen string
+	require.Eventually(t, func() bool {
+		d, err := term.ReadOutput(0, 0)
+		require.NoError(t, err)
+		screen = string(d.Data)
+		return strings.Contains(screen, text)
+	}, 10*time.Second, 5*time.Millisecond, "waiting for %q; screen: %q", text, screen)
+	return screen
+}
+
+func TestTerminalForegroundInterrupt(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	term := interactiveBash(t, svc)
+	_, err := term.Write([]byte("sleep 1000\n"))
+	require.NoError(t, err)
+
+	var fg subprocess.Foreground
+	require.Eventually(t, func() bool {
+		fg, err = term.Foreground(context.Background())
+		require.NoError(t, err)
+		return len(fg.Procs) == 1 && fg.Procs[0].Comm == "sleep"
+	}, 10*time.Second, 5*time.Millisecond, "sleep never became the foreground group: %+v", fg)
+	assert.NotEqual(t, term.Pid(), fg.Pgid, "the job has a group of its own")
+	assert.Equal(t, fg.Pgid, fg.Procs[0].Pid)
+	assert.Equal(t, term.Pid(), fg.Procs[0].PPid)
+
+	require.NoError(t, term.SignalForeground(context.Background(), syscall.SIGINT))
+	require.Eventually(t, func() bool {
+		fg, err = term.Foreground(context.Background())
+		require.NoError(t, err)
+		return fg.Pgid == term.Pid()
+	}, 10*time.Second, 5*time.Millisecond, "the shell never got the terminal back")
+	_, err = term.Write([]byte("echo alive-$((40+2))\n"))
+	require.NoError(t, err)
+	screenWait(t, term, "alive-42")
+	select {
+	case <-term.Done():
+		t.Fatal("the shell died of the interrupt")
+	default:
+	}
+	require.NoError(t, term.Terminate(ctxT(t, 20*time.Second)))
+	res, err := term.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, "SIGHUP", res.Signal)
+}
+
+func TestTerminalTerminateLeavesNothing(t *testing.T) {
+	svc, mark := newServiceMark(t, subprocess.Config{})
+	term := interactiveBash(t, svc)
+	_, err := term.Write([]byte("sleep 1001 & nohup sleep 1002 >/dev/null 2>&1 & setsid sleep 1003 & (setsid sleep 1004 &); (trap '' HUP TERM; exec sleep 1005) & echo started\n"))
+	require.NoError(t, err)
+	screenWait(t, term, "started")
+	// The shell and five sleeps (one ignoring SIGHUP and SIGTERM), all exec'd.
+	require.Eventually(t, func() bool {
+		sleeps := 0
+		for _, pid := range testutil.Marked(mark) {
+			if p, err := procinspect.Lookup(context.Background(), pid); err == nil && p.Comm == "sleep" {
+				sleeps++
+			}
+		}
+		return sleeps == 5
+	}, 10*time.Second, 5*time.Millisecond)
+	begin := time.Now()
+	// Inspect once, as a harness would, then end everything.
+	_, err = term.Foreground(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, term.Terminate(ctxT(t, 30*time.Second)))
+	assert.Empty(t, testutil.Marked(mark), "nothing the terminal started is left")
+	assert.GreaterOrEqual(t, time.Since(begin), 500*time.Millisecond, "the TERM-ignoring sleep needed SIGKILL after the grace")
+	require.NoError(t, term.Terminate(ctxT(t, time.Second)), "a second Terminate is a no-op")
+}
+
+func TestTerminalUTF8OneByteAtATime(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+		Path: "bash", Args: []string{"-c", `for b in '\360' '\237' '\230' '\200'; do printf "$b"; sleep 0.05; done; printf 'end\n'`},
+	})
+	require.NoError(t, err)
+	defer term.Close()
+	for !isDone(term) {
+		d, err := term.ReadOutput(0, 0)
+		require.NoError(t, err)
+		require.True(t, utf8.Valid(d.Data))
+		require.NotContains(t, string(d.Data), "\uFFFD", "a partial character was replaced")
+		time.Sleep(5 * time.Millisecond)
+	}
+	d, err := term.ReadOutput(0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "😀end\r\n", string(d.Data))
+	assert.True(t, d.Done, "EIO after the program exits ends the stream without an error")
+	res, err := term.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+}
+
+func isDone(term *subprocess.Terminal) bool {
+	select {
+	case <-term.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func TestTerminalResizeAndClose(t *testing.T) {
+	svc, mark := newServiceMark(t, subprocess.Config{})
+	term := interactiveBash(t, svc)
+	require.NoError(t, term.Resize(100, 40))
+	_, err := term.Write([]byte("stty size; sleep 1000 & echo bg\n"))
+	require.NoError(t, err)
+	screenWait(t, term, "40 100")
+	screenWait(t, term, "bg")
+	assert.ErrorIs(t, term.Resize(0, 10), subprocess.ErrInvalid)
+	require.NoError(t, svc.Close(), "Close ends live terminals")
+	assert.Empty(t, testutil.Marked(mark))
+	require.NoError(t, term.Close())
+}
+
+func TestTerminalSpecErrors(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	_, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{})
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	_, err = svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "bash", Cols: -1})
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	_, err = svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "no-such-shell"})
+	assert.ErrorIs(t, err, subprocess.ErrNotFound)
+}

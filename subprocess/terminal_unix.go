@@ -1,0 +1,411 @@
+//go:build unix
+
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/subprocess/posix"
+)
+
+// Terminal is a program running on a pty of its own, as session leader. All methods are
+// safe for concurrent use.
+type Terminal struct {
+	svc    *Service
+	argv   []string
+	grace  time.Duration
+	start  time.Time
+	shell  procinspect.Identity
+	cookie *posix.Cookie
+	master *os.File // non-blocking, in the runtime poller
+	out    *collector
+
+	leaderDone chan struct{}
+	settledCh  chan struct{}
+	result     TerminalResult
+
+	mu   sync.Mutex
+	seen map[procinspect.Identity]struct{} // every tree member foreground inspections saw
+
+	termMu  sync.Mutex
+	termRun *termRun
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec) (*Terminal, error) {
+	fail := func(err error) error {
+		return &Error{Op: "spawn terminal", Name: spec.Path, Err: err}
+	}
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		return nil, fail(fmt.Errorf("open pty: %w", err))
+	}
+	defer tty.Close()
+	// creack/pty leaves the master in blocking mode; a non-blocking duplicate joins the
+	// runtime poller, so read deadlines and Close can stop a pending Read.
+	master, err := pollable(ptm)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := setSize(master, spec.Cols, spec.Rows); err != nil {
+		master.Close()
+		return nil, fail(err)
+	}
+	cookie := posix.NewCookie()
+	cmd := &exec.Cmd{
+		Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: dir,
+		Env:   append(env, cookie.Env()),
+		Stdin: tty, Stdout: tty, Stderr: tty,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true},
+	}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, startError(spec.Path, err)
+	}
+	ctx := context.Background()
+	cookie.Started(ctx, cmd.Process.Pid)
+	t := &Terminal{
+		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(), cookie: cookie,
+		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),
+		leaderDone: make(chan struct{}), settledCh: make(chan struct{}),
+		seen: map[procinspect.Identity]struct{}{},
+	}
+	t.shell.Pid = cmd.Process.Pid
+	if p, err := procinspect.Lookup(ctx, cmd.Process.Pid); err == nil {
+		t.shell = p.Identity
+	}
+	go t.out.pump(master, true)
+	go t.run(cmd)
+	return t, nil
+}
+
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	var fd int
+	var derr error
+	if err := withFd(f, func(raw int) { fd, derr = unix.Dup(raw) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup pty master: %w", derr)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// withFd runs fn with f's descriptor without switching f to blocking mode (as f.Fd would).
+func withFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
+func setSize(f *os.File, cols, rows int) error {
+	var ierr error
+	if err := withFd(f, func(fd int) {
+		ierr = unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+	}); err != nil {
+		return err
+	}
+	if ierr != nil {
+		return fmt.Errorf("set terminal size %dx%d: %w", cols, rows, ierr)
+	}
+	return nil
+}
+
+// run waits for the program, lets the output drain within the grace, and settles.
+func (t *Terminal) run(cmd *exec.Cmd) {
+	cmd.Wait()
+	close(t.leaderDone)
+	select {
+	case <-t.out.done:
+	case <-time.After(t.grace):
+		cut(t.master) // survivors still hold the terminal
+		<-t.out.done
+	}
+	r := TerminalResult{Pid: t.shell.Pid, ExitCode: -1, Duration: time.Since(t.start)}
+	if ps := cmd.ProcessState; ps != nil {
+		r.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal = unix.SignalName(ws.Signal())
+		}
+	}
+	t.out.seal()
+	t.result = r
+	close(t.settledCh)
+	t.svc.settled(t)
+}
+
+// Pid is the program's pid; it leads the terminal's session.
+func (t *Terminal) Pid() int { return t.shell.Pid }
+
+// Identity is the program's exact identity.
+func (t *Terminal) Identity() procinspect.Identity { return t.shell }
+
+// Write sends p to the terminal as typed input.
+func (t *Terminal) Write(p []byte) (int, error) {
+	n, err := t.master.Write(p)
+	if err != nil {
+		return n, &Error{Op: "write terminal", Name: t.argv[0], Err: err}
+	}
+	return n, nil
+}
+
+// ReadOutput reads the screen output from offset from, in the same whole-stream coordinates
+// as Handle.ReadOutput. The text is UTF-8: a character split across pty reads is delivered
+// whole, invalid bytes become U+FFFD, and a read never starts inside a character.
+func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) {
+	d, err := t.out.read(from, max)
+	if err != nil || d.Dropped == 0 {
+		return d, err
+	}
+	for len(d.Data) > 0 && d.Data[0]&0xC0 == 0x80 { // the ring dropped the start of a character
+		d.Data = d.Data[1:]
+		d.From++
+		d.Dropped++
+	}
+	return d, nil
+}
+
+// Resize changes the terminal size; the foreground program gets SIGWINCH.
+func (t *Terminal) Resize(cols, rows int) error {
+	if cols <= 0 || rows <= 0 || cols > 0xffff || rows > 0xffff {
+		return invalid("resize terminal", t.argv[0], fmt.Sprintf("size %dx%d is out of range 1..65535", cols, rows))
+	}
+	if err := setSize(t.master, cols, rows); err != nil {
+		return &Error{Op: "resize terminal", Name: t.argv[0], Err: err}
+	}
+	return nil
+}
+
+// Foreground reports the terminal's foreground process group and its members within the
+// tree rooted at the program. Every tree member it sees is remembered, so Terminate can
+// still end it after it re-parents.
+func (t *Terminal) Foreground(ctx context.Context) (Foreground, error) {
+	var pgid int
+	var ierr error
+	if err := withFd(t.master, func(fd int) { pgid, ierr = unix.IoctlGetInt(fd, unix.TIOCGPGRP) }); err != nil || ierr != nil {
+		return Foreground{}, &Error{Op: "foreground", Name: t.argv[0], Err: errors.Join(err, ierr),
+			Hint: "the terminal has no foreground group once its program has exited"}
+	}
+	tab, err := procinspect.Snapshot(ctx)
+	if err != nil {
+		return Foreground{}, &Error{Op: "foreground", Name: t.argv[0], Err: err}
+	}
+	tree := tab.Descendants(t.shell)
+	if p, ok := tab.Get(t.shell.Pid); ok && p.Identity == t.shell {
+		tree = append([]procinspect.Proc{p}, tree...)
+	}
+	fg := Foreground{Pgid: pgid}
+	t.mu.Lock()
+	for _, p := range tree {
+		if p.Zombie {
+			continue
+		}
+		t.seen[p.Identity] = struct{}{}
+		if p.Pgid == pgid {
+			fg.Procs = append(fg.Procs, p)
+		}
+	}
+	t.mu.Unlock()
+	return fg, nil
+}
+
+// SignalForeground sends sig to the members of the foreground group (Ctrl-C is SIGINT),
+// identity-fenced; the program itself is signalled only when it is in the foreground.
+func (t *Terminal) SignalForeground(ctx context.Context, sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return invalid("signal foreground", t.argv[0], fmt.Sprintf("%v is not a POSIX signal", sig))
+	}
+	fg, err := t.Foreground(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range fg.Procs {
+		if _, err := posix.SignalIdentity(ctx, p.Identity, s); err != nil {
+			return &Error{Op: "signal foreground", Name: p.Comm, Err: err}
+		}
+	}
+	return nil
+}
+
+// Done is closed once the program has exited and its output has drained (or the grace ran
+// out because other processes still hold the terminal).
+func (t *Terminal) Done() <-chan struct{} { return t.settledCh }
+
+// Wait returns how the program ended, or ctx's error first.
+func (t *Terminal) Wait(ctx context.Context) (TerminalResult, error) {
+	select {
+	case <-t.settledCh:
+		return t.result, nil
+	case <-ctx.Done():
+		return TerminalResult{}, &Error{Op: "wait terminal", Name: t.argv[0], Err: ctx.Err()}
+	}
+}
+
+func (t *Terminal) finished() bool {
+	if !isClosed(t.settledCh) {
+		return false
+	}
+	t.termMu.Lock()
+	defer t.termMu.Unlock()
+	return t.termRun != nil && isClosed(t.termRun.done) && t.termRun.err == nil
+}
+
+// Terminate ends everything the terminal started: it records the program's descendants,
+// its session's members, the processes foreground inspections saw and those carrying the
+// terminal's cookie (by pid and start time), asks them to stop (SIGTERM, and SIGHUP to the
+// program, which an interactive shell obeys), forces what is left after the grace (SIGKILL),
+// and once the program is gone looks again for members that re-parented. Nothing is
+// signalled whose start time differs from what was recorded. It returns once all of them are
+// gone or ctx ends, and a *TerminateError naming the survivors otherwise. Concurrent calls
+// share one run; a call after a successful one returns at once.
+func (t *Terminal) Terminate(ctx context.Context) error {
+	t.termMu.Lock()
+	run := t.termRun
+	if run == nil || (isClosed(run.done) && run.err != nil) {
+		run = &termRun{done: make(chan struct{})}
+		t.termRun = run
+		go t.escalate(run)
+	}
+	t.termMu.Unlock()
+	select {
+	case <-run.done:
+		if run.err == nil {
+			t.svc.settled(t)
+		}
+		return run.err
+	case <-ctx.Done():
+		return &Error{Op: "terminate terminal", Name: t.argv[0], Err: ctx.Err(),
+			Hint: "the escalation goes on in the background"}
+	}
+}
+
+func (t *Terminal) escalate(run *termRun) {
+	defer close(run.done)
+	ctx := context.Background()
+	recorded := t.record(ctx)
+	posix.SignalAll(ctx, recorded, unix.SIGTERM)
+	posix.SignalAll(ctx, recorded, unix.SIGCONT)
+	shell := []procinspect.Identity{t.shell}
+	if !isClosed(t.leaderDone) {
+		posix.SignalAll(ctx, shell, unix.SIGHUP)
+		posix.SignalAll(ctx, shell, unix.SIGTERM)
+		posix.SignalAll(ctx, shell, unix.SIGCONT)
+	}
+	gctx, cancel := context.WithTimeout(ctx, t.grace)
+	t.waitGone(gctx, &recorded)
+	cancel()
+	posix.SignalAll(ctx, recorded, unix.SIGKILL)
+	if !isClosed(t.leaderDone) {
+		posix.SignalAll(ctx, shell, unix.SIGKILL)
+	}
+	kctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	t.waitGone(kctx, &recorded)
+	// The program is gone: whatever is left of its session has re-parented.
+	again := t.record(ctx)
+	posix.SignalAll(ctx, again, unix.SIGKILL)
+	left := append(recorded, again...)
+	t.waitGone(kctx, &left)
+	if len(left) > 0 || !isClosed(t.leaderDone) {
+		if !isClosed(t.leaderDone) {
+			left = append(left, t.shell)
+		}
+		run.err = &TerminateError{Survivors: left}
+	}
+}
+
+// record lists the live processes that belong to the terminal, the program excluded.
+func (t *Terminal) record(ctx context.Context) []procinspect.Identity {
+	ids := map[procinspect.Identity]struct{}{}
+	if tab, err := procinspect.Snapshot(ctx); err == nil {
+		for _, p := range tab.Descendants(t.shell) {
+			ids[p.Identity] = struct{}{}
+		}
+		for _, p := range tab.Session(t.shell.Pid) {
+			if p.Start >= t.shell.Start {
+				ids[p.Identity] = struct{}{}
+			}
+		}
+	}
+	t.mu.Lock()
+	for id := range t.seen {
+		ids[id] = struct{}{}
+	}
+	t.mu.Unlock()
+	if found, err := t.cookie.Find(ctx, 0); err == nil {
+		for _, id := range found {
+			ids[id] = struct{}{}
+		}
+	}
+	delete(ids, t.shell)
+	out := make([]procinspect.Identity, 0, len(ids))
+	for id := range ids {
+		if ok, _ := procinspect.Alive(ctx, id); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// waitGone waits until the program has been reaped and every identity in ids is gone,
+// keeping in ids those still alive.
+func (t *Terminal) waitGone(ctx context.Context, ids *[]procinspect.Identity) {
+	d := time.Millisecond
+	for {
+		live := (*ids)[:0]
+		for _, id := range *ids {
+			if ok, _ := procinspect.Alive(ctx, id); ok {
+				live = append(live, id)
+			}
+		}
+		*ids = live
+		if len(live) == 0 && isClosed(t.leaderDone) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+		d = min(2*d, 20*time.Millisecond)
+	}
+}
+
+// Close terminates whatever the terminal started, waits for the result, and releases the
+// pty. It is safe to call more than once.
+func (t *Terminal) Close() error {
+	t.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+killWait)
+		defer cancel()
+		t.closeErr = t.Terminate(ctx)
+		select {
+		case <-t.settledCh:
+		case <-ctx.Done():
+			cut(t.master)
+			<-t.out.done
+		}
+	})
+	return t.closeErr
+}
