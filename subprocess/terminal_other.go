@@ -18,21 +18,21 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 	return nil, &Error{Op: "spawn terminal", Name: spec.Path, Kind: ErrUnsupported, Err: errors.New("no terminals on " + platformName)}
 }
 
-var errNoTerminal = &Error{Op: "terminal", Kind: ErrUnsupported}
+func errNoTerminal() error { return &Error{Op: "terminal", Kind: ErrUnsupported} }
 
 func (t *Terminal) Pid() int                                      { return 0 }
 func (t *Terminal) Identity() procinspect.Identity                { return procinspect.Identity{} }
-func (t *Terminal) Write(p []byte) (int, error)                   { return 0, errNoTerminal }
-func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) { return Delta{}, errNoTerminal }
-func (t *Terminal) Resize(cols, rows int) error                   { return errNoTerminal }
+func (t *Terminal) Write(p []byte) (int, error)                   { return 0, errNoTerminal() }
+func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) { return Delta{}, errNoTerminal() }
+func (t *Terminal) Resize(cols, rows int) error                   { return errNoTerminal() }
 func (t *Terminal) Foreground(context.Context) (Foreground, error) {
-	return Foreground{}, errNoTerminal
+	return Foreground{}, errNoTerminal()
 }
-func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal }
+func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal() }
 func (t *Terminal) Done() <-chan struct{}                             { return nil }
 func (t *Terminal) Wait(context.Context) (TerminalResult, error) {
-	return TerminalResult{}, errNoTerminal
+	return TerminalResult{}, errNoTerminal()
 }
-func (t *Terminal) Terminate(context.Context) error { return errNoTerminal }
+func (t *Terminal) Terminate(context.Context) error { return errNoTerminal() }
 func (t *Terminal) Close() error                    { return nil }
 func (t *Terminal) finished() bool                  { return true }
