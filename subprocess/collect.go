@@ -88,6 +88,7 @@ type collector struct {
 	wantSpill bool // spill not yet created and not given up
 	ended     bool // the pump finished
 	sealed    bool
+	wake      chan struct{} // closed on the next write or at the end; nil until asked for
 
 	done chan struct{} // closed when the pump returns
 }
@@ -131,6 +132,10 @@ func (c *collector) pump(r *os.File, text bool) {
 			}
 			c.mu.Lock()
 			c.ended = true
+			if c.wake != nil {
+				close(c.wake)
+				c.wake = nil
+			}
 			c.mu.Unlock()
 			return
 		}
@@ -140,6 +145,10 @@ func (c *collector) pump(r *os.File, text bool) {
 func (c *collector) write(p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.wake != nil && len(p) > 0 {
+		close(c.wake)
+		c.wake = nil
+	}
 	total := c.ring.Total() + int64(len(p))
 	if c.spill == nil && c.wantSpill && total > int64(c.ring.Limit()) {
 		c.wantSpill = false
@@ -210,6 +219,21 @@ func (c *collector) result() StreamResult {
 		SpillPath:  c.spillPath,
 		SpillErr:   c.spillErr,
 	}
+}
+
+// updated returns a channel closed when bytes arrive after the call or the stream ends.
+func (c *collector) updated() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if c.wake == nil {
+		c.wake = make(chan struct{})
+	}
+	return c.wake
 }
 
 // read serves an offset read; max <= 0 means everything available.

@@ -229,6 +229,15 @@ func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 	return c.read(from, max)
 }
 
+// Updated returns a channel that is closed when stream s receives bytes after the call, or
+// ends; a reader waits on it instead of polling ReadOutput. It is nil when s is not collected.
+func (h *Handle) Updated(s Stream) <-chan struct{} {
+	if s != Stdout && s != Stderr || h.collectors[s-1] == nil {
+		return nil
+	}
+	return h.collectors[s-1].updated()
+}
+
 // Close terminates the tree if it is still alive, waits for the result to settle, and closes
 // every descriptor the handle handed out (Stdin, Stdout, Stderr pipes). Spill files are kept.
 // It is safe to call more than once.

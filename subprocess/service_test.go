@@ -269,6 +269,7 @@ func TestOffsetReads(t *testing.T) {
 		var got []byte
 		var next int64
 		for {
+			updated := h.Updated(subprocess.Stdout) // taken before the read, so no write is missed
 			d, err := h.ReadOutput(subprocess.Stdout, next, 4096)
 			require.NoError(t, err)
 			assert.Zero(t, d.Dropped)
@@ -278,7 +279,7 @@ func TestOffsetReads(t *testing.T) {
 				break
 			}
 			if len(d.Data) == 0 {
-				time.Sleep(2 * time.Millisecond)
+				<-updated
 			}
 		}
 		assert.Equal(t, want, got)

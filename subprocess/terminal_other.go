@@ -29,6 +29,7 @@ func (t *Terminal) Foreground(context.Context) (Foreground, error) {
 	return Foreground{}, errNoTerminal()
 }
 func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal() }
+func (t *Terminal) Updated() <-chan struct{}                          { return nil }
 func (t *Terminal) Done() <-chan struct{}                             { return nil }
 func (t *Terminal) Wait(context.Context) (TerminalResult, error) {
 	return TerminalResult{}, errNoTerminal()

@@ -186,6 +186,10 @@ func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) {
 	return d, nil
 }
 
+// Updated returns a channel that is closed when output arrives after the call, or the
+// output ends; wait on it between ReadOutput calls instead of polling.
+func (t *Terminal) Updated() <-chan struct{} { return t.out.updated() }
+
 // Resize changes the terminal size; the foreground program gets SIGWINCH.
 func (t *Terminal) Resize(cols, rows int) error {
 	if cols <= 0 || rows <= 0 || cols > 0xffff || rows > 0xffff {

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.TerminalSpec, stdin io.Reader, stdout, stderr io.Writer) int {
+	_, err := svc.SpawnTerminal(ctx, spec)
+	kind, code, err := spawnKind(err)
+	return reportError(stdout, stderr, false, kind, code, err)
+}
