@@ -2,7 +2,9 @@
 # installs what the tests need, then runs every check.
 
 GO ?= go
-VET_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+VET_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+# Targets whose test binaries must build, package by package, though no CI machine runs them.
+TESTBUILD_TARGETS := windows/amd64 windows/arm64
 TEST_TIMEOUT ?= 15m
 
 .PHONY: test deps fmt-check vet generate generate-check unit
@@ -19,6 +21,13 @@ fmt-check:
 vet:
 	@set -e; for t in $(VET_TARGETS); do \
 		echo "go vet $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./...; \
+	done; \
+	for t in $(TESTBUILD_TARGETS); do \
+		echo "go test -c $$t"; \
+		pkgs=$$(GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) list ./...); \
+		for p in $$pkgs; do \
+			GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) test -c -o /dev/null $$p >/dev/null; \
+		done; \
 	done
 
 generate:

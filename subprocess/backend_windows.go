@@ -4,13 +4,16 @@ package subprocess
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+
+	winproc "github.com/subkit/subkit/subprocess/windows"
 )
 
-// windowsBackend is, until the job-object backend lands in subprocess/windows, the direct
-// child only: Terminate kills the leader, and the tree is the leader.
+// windowsBackend puts every tree in a job object of its own (subprocess/windows): the leader
+// starts suspended, joins its job, and is resumed. Where Windows refuses the job, the tree is
+// ended with taskkill /T /F behind a pid + creation-time fence. Terminal support is absent.
 type windowsBackend struct{}
 
 func newBackend() backend { return windowsBackend{} }
@@ -19,24 +22,31 @@ func (windowsBackend) envRules() envRules { return envRules{foldCase: true} }
 func (windowsBackend) pathRules() pathRules {
 	return pathRules{listSep: ";", exts: parsePathExt("")}
 }
-func (windowsBackend) prepare(cmd *exec.Cmd)     {}
-func (windowsBackend) attach(cmd *exec.Cmd) tree { return leaderTree{cmd.Process} }
-
-type leaderTree struct{ p *os.Process }
-
-func (t leaderTree) signal(sig os.Signal) error {
-	if sig != os.Kill {
-		return errors.New("only os.Kill can be sent on Windows")
-	}
-	return t.kill()
+func (windowsBackend) prepare(cmd *exec.Cmd) { cmd.SysProcAttr = winproc.SysProcAttr() }
+func (windowsBackend) attach(cmd *exec.Cmd) tree {
+	// Attach never fails: a leader it could not resume is ended (its result shows exit code
+	// 1), and a refused job puts the tree on the taskkill route.
+	return windowsTree{winproc.Attach(cmd.Process, winproc.Config{})}
 }
-func (t leaderTree) term() error { return nil } // no graceful stop without a console
-func (t leaderTree) kill() error {
-	if err := t.p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
+
+type windowsTree struct{ t *winproc.Tree }
+
+// signal maps the two signals Windows can express: os.Kill ends the tree, os.Interrupt sends
+// CTRL_BREAK_EVENT to its console process group.
+func (t windowsTree) signal(sig os.Signal) error {
+	switch sig {
+	case os.Kill:
+		return t.t.Kill()
+	case os.Interrupt:
+		return t.t.Interrupt()
 	}
-	return nil
+	return fmt.Errorf("%w: signal %v cannot be sent on Windows (only os.Kill, and os.Interrupt as CTRL_BREAK_EVENT)", ErrInvalid, sig)
 }
-func (leaderTree) alive() bool                        { return false } // the leader is the tree
-func (leaderTree) waitGone(context.Context) error     { return nil }
-func (leaderTree) exitSignal(*os.ProcessState) string { return "" }
+
+// term sends CTRL_BREAK_EVENT where it can and is otherwise a no-op: Windows has no SIGTERM,
+// so Terminate's ladder goes on to kill after the grace.
+func (t windowsTree) term() error                        { return t.t.Term() }
+func (t windowsTree) kill() error                        { return t.t.Kill() }
+func (t windowsTree) alive() bool                        { return t.t.Alive() }
+func (t windowsTree) waitGone(ctx context.Context) error { return t.t.WaitGone(ctx) }
+func (windowsTree) exitSignal(*os.ProcessState) string   { return "" }

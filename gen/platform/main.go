@@ -65,16 +65,19 @@ func with(m map[string]Level, kv ...any) map[string]Level {
 var table = []capability{
 	{"capSpawn", "Spawn detached process trees, Terminate (TERM, grace, KILL), WaitForExit",
 		with(all(Full), "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
-		"POSIX: own process group, signals to -pgid. Windows: the direct child only until the job-object backend lands; not run in CI. Other Unix: the POSIX code compiles but is not tested."},
+		"POSIX: own process group, signals to -pgid. " +
+			"Windows (best effort; nothing runs on real Windows in CI): a job object per tree (started suspended, assigned, resumed; KILL_ON_JOB_CLOSE); Terminate sends CTRL_BREAK_EVENT to the tree's console group where the host has a console, then TerminateJobObject after the grace; WaitForExit counts the job's active processes. Where the job is refused: `taskkill /PID <pid> /T /F` behind a pid + creation-time fence, and only the direct child is watched. " +
+			"Tested on Linux through fakes of the OS calls and of the taskkill runner: job route, assign refused -> taskkill, taskkill success / not found / access denied (exit 128) / missing binary / timeout, identity changed -> no kill, resume failure, Ctrl-Break guards; the real Windows bindings are only compiled and vetted (windows/amd64, windows/arm64), and their Windows-only tests exist but no CI runner runs them. " +
+			"Other Unix: the POSIX code compiles but is not tested."},
 	{"capCollect", "Stream dispositions, bounded tails, spill files, offset reads",
 		with(all(Full), "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
-		"Portable code; tested on Linux only."},
+		"Portable code; tested on Linux only (Windows: compiled, not run)."},
 	{"capEnvScrub", "Credential-scrubbed env, ResolveExecutable",
 		with(all(Full), "windows", BestEffort, "other", Unsupported),
-		"Windows: case-insensitive names and PATHEXT, unit-tested on Linux."},
+		"Windows: case-insensitive names and PATHEXT; the Windows rules (merge, scrub, lookup, PATHEXT order, `;` PATH) are unit-tested on every OS, never on real Windows."},
 	{"capTerminals", "Terminals (pty), foreground groups",
 		with(all(Unsupported), "linux", Full, "darwin", Full, "otherunix", BestEffort),
-		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux."},
+		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux. Windows: unsupported (no ConPTY backend)."},
 	{"capInspect", "Process inspection (procinspect)",
 		with(all(Unsupported), "linux", Full, "darwin", Full),
 		"Linux reads /proc; macOS parses one `ps` snapshot (parser tested on Linux with recorded output)."},

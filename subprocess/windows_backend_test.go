@@ -1,0 +1,66 @@
+//go:build windows
+
+package subprocess
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	xwin "golang.org/x/sys/windows"
+
+	winproc "github.com/subkit/subkit/subprocess/windows"
+)
+
+// These run only on a Windows machine (none in CI).
+
+func TestWindowsBackendSeam(t *testing.T) {
+	b := newBackend()
+	assert.True(t, b.envRules().foldCase)
+	assert.Equal(t, ";", b.pathRules().listSep)
+	assert.Equal(t, parsePathExt(""), b.pathRules().exts)
+
+	cmd := &exec.Cmd{}
+	b.prepare(cmd)
+	require.NotNil(t, cmd.SysProcAttr)
+	assert.Equal(t, uint32(xwin.CREATE_SUSPENDED|xwin.CREATE_NEW_PROCESS_GROUP), cmd.SysProcAttr.CreationFlags)
+
+	var tr windowsTree
+	assert.ErrorIs(t, tr.signal(syscall.SIGTERM), ErrInvalid)
+	assert.Equal(t, "", tr.exitSignal(nil))
+}
+
+func TestWindowsSpawnAndTerminate(t *testing.T) {
+	svc, err := New(Config{TempDir: t.TempDir(), SpillDir: t.TempDir()})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, svc.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	h, err := svc.Spawn(ctx, Spec{Path: "cmd", Args: []string{"/c", "echo hello"}})
+	require.NoError(t, err)
+	res, err := h.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, "hello", strings.TrimSpace(string(res.Stdout.Tail)))
+	require.NoError(t, h.Close())
+
+	// cmd starts ping as a child: the whole tree ends with the job.
+	h, err = svc.Spawn(ctx, Spec{Path: "cmd", Args: []string{"/c", "ping -n 120 127.0.0.1 >NUL"},
+		Grace: 200 * time.Millisecond})
+	require.NoError(t, err)
+	wt := h.tree.(windowsTree)
+	require.Equal(t, winproc.RouteJob, wt.t.Route(), "job refused: %v", wt.t.JobErr())
+	require.NoError(t, h.Terminate(ctx))
+	require.NoError(t, h.WaitForExit(ctx))
+	res, err = h.Wait(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, 0, res.ExitCode)
+	assert.False(t, h.tree.alive())
+	require.NoError(t, h.Close())
+}
