@@ -12,8 +12,9 @@ type backend interface {
 	pathRules() pathRules
 	// prepare sets the attributes that detach the child into a tree of its own.
 	prepare(cmd *exec.Cmd)
-	// attach returns the tree of a started command.
-	attach(cmd *exec.Cmd) tree
+	// attach returns the tree of a started command. On error the leader has been ended and
+	// the caller only reaps it.
+	attach(cmd *exec.Cmd) (tree, error)
 }
 
 // tree is one spawned process tree as the backend sees it.

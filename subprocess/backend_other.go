@@ -10,7 +10,7 @@ type otherBackend struct{}
 
 func newBackend() backend { return otherBackend{} }
 
-func (otherBackend) envRules() envRules        { return envRules{} }
-func (otherBackend) pathRules() pathRules      { return pathRules{listSep: ":"} }
-func (otherBackend) prepare(cmd *exec.Cmd)     {}
-func (otherBackend) attach(cmd *exec.Cmd) tree { return nil }
+func (otherBackend) envRules() envRules                 { return envRules{} }
+func (otherBackend) pathRules() pathRules               { return pathRules{listSep: ":"} }
+func (otherBackend) prepare(cmd *exec.Cmd)              {}
+func (otherBackend) attach(cmd *exec.Cmd) (tree, error) { return nil, ErrUnsupported }

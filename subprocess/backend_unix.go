@@ -31,11 +31,11 @@ func (b *posixBackend) prepare(cmd *exec.Cmd) {
 	cmd.Env = append(cmd.Env, b.svcCookie.Env(), posix.NewCookie().Env())
 }
 
-func (b *posixBackend) attach(cmd *exec.Cmd) tree {
+func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
 	// The tree's cookie is the last entry prepare appended.
 	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
 	c.Started(context.Background(), cmd.Process.Pid)
-	return posixTree{posix.NewTree(cmd.Process, c)}
+	return posixTree{posix.NewTree(cmd.Process, c)}, nil
 }
 
 // sweep ends (TERM, then KILL after grace) every process still carrying the Service's cookie.

@@ -23,10 +23,14 @@ func (windowsBackend) pathRules() pathRules {
 	return pathRules{listSep: ";", exts: parsePathExt("")}
 }
 func (windowsBackend) prepare(cmd *exec.Cmd) { cmd.SysProcAttr = winproc.SysProcAttr() }
-func (windowsBackend) attach(cmd *exec.Cmd) tree {
-	// Attach never fails: a leader it could not resume is ended (its result shows exit code
-	// 1), and a refused job puts the tree on the taskkill route.
-	return windowsTree{winproc.Attach(cmd.Process, winproc.Config{})}
+func (windowsBackend) attach(cmd *exec.Cmd) (tree, error) {
+	// A refused job puts the tree on the taskkill route; a leader that could not be resumed
+	// has been ended, and the spawn fails.
+	t := winproc.Attach(cmd.Process, winproc.Config{})
+	if err := t.StartErr(); err != nil {
+		return nil, err
+	}
+	return windowsTree{t}, nil
 }
 
 type windowsTree struct{ t *winproc.Tree }

@@ -10,6 +10,16 @@ import (
 // Config.AllowEnv.
 var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"}
 
+// cutEnv splits NAME=VALUE. A leading '=' belongs to the name: Windows keeps per-drive
+// working directories in entries such as "=C:=C:\dir".
+func cutEnv(kv string) (name, value string, ok bool) {
+	if i := strings.IndexByte(kv[min(1, len(kv)):], '='); i >= 0 {
+		i += min(1, len(kv))
+		return kv[:i], kv[i+1:], true
+	}
+	return kv, "", false
+}
+
 // envRules are the platform's rules for variable names.
 type envRules struct {
 	foldCase bool // Windows: names are case-insensitive
@@ -43,7 +53,7 @@ func scrubEnv(env []string, managedPrefix string, allow []string, r envRules) []
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, ok := strings.Cut(kv, "=")
+		name, _, ok := cutEnv(kv)
 		if !ok || name == "" {
 			continue
 		}
@@ -74,7 +84,7 @@ func mergeEnv(base, extra []string, r envRules) []string {
 	at := make(map[string]int, len(base)+len(extra))
 	for _, list := range [][]string{base, extra} {
 		for _, kv := range list {
-			name, _, _ := strings.Cut(kv, "=")
+			name, _, _ := cutEnv(kv)
 			k := r.key(name)
 			if i, ok := at[k]; ok {
 				out[i] = kv
@@ -90,7 +100,7 @@ func mergeEnv(base, extra []string, r envRules) []string {
 // checkEnv validates explicit NAME=VALUE entries.
 func checkEnv(env []string) error {
 	for i, kv := range env {
-		name, _, ok := strings.Cut(kv, "=")
+		name, _, ok := cutEnv(kv)
 		switch {
 		case !ok:
 			return invalid("spawn", "Env", fmt.Sprintf("entry %d %q is not NAME=VALUE", i, kv))
@@ -107,7 +117,7 @@ func checkEnv(env []string) error {
 func lookupEnv(env []string, name string, r envRules) (string, bool) {
 	val, found := "", false
 	for _, kv := range env {
-		n, v, _ := strings.Cut(kv, "=")
+		n, v, _ := cutEnv(kv)
 		if r.key(n) == r.key(name) {
 			val, found = v, true
 		}

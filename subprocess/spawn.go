@@ -76,8 +76,13 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	}
 	h.start = time.Now()
 	h.pid = cmd.Process.Pid
-	h.tree = s.backend.attach(cmd)
 	io.closeChildEnds()
+	h.tree, err = s.backend.attach(cmd)
+	if err != nil {
+		cmd.Wait()
+		io.closeParentEnds()
+		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err}
+	}
 
 	for i, c := range h.collectors {
 		if c != nil {

@@ -53,3 +53,12 @@ func TestWindowsEnvLookup(t *testing.T) {
 	assert.False(t, hasPrefix("dsh_x", "DSH_", posixEnv))
 	assert.False(t, hasPrefix("DS", "DSH_", winEnv))
 }
+
+func TestDriveCwdEntriesSurvive(t *testing.T) {
+	r := envRules{foldCase: true}
+	got := scrubEnv([]string{`=C:=C:\work`, "Path=C:\\bin", "API_TOKEN=x"}, "DSH_", nil, r)
+	assert.Equal(t, []string{`=C:=C:\work`, "Path=C:\\bin"}, got)
+	v, ok := lookupEnv(got, "=c:", r)
+	assert.True(t, ok)
+	assert.Equal(t, `C:\work`, v)
+}
