@@ -6,10 +6,11 @@ VET_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 w
 # Targets whose test binaries must build, package by package, though no CI machine runs them.
 TESTBUILD_TARGETS := windows/amd64 windows/arm64
 TEST_TIMEOUT ?= 15m
+FUZZTIME ?= 3s
 
-.PHONY: test deps fmt-check vet generate generate-check unit
+.PHONY: test deps fmt-check vet generate generate-check unit fuzz
 
-test: deps fmt-check vet generate-check unit
+test: deps fmt-check vet generate-check unit fuzz
 
 deps:
 	$(GO) mod download
@@ -44,3 +45,14 @@ generate-check:
 
 unit:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# A short run of every fuzz target (their seed corpora run in `unit` already).
+fuzz:
+	@set -e; grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do \
+		dir=$$(dirname "$$f"); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			echo "fuzz $$dir $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir" >/dev/null \
+				|| { $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir"; exit 1; }; \
+		done; \
+	done
