@@ -12,6 +12,10 @@ type backend interface {
 	pathRules() pathRules
 	// prepare sets the attributes that detach the child into a tree of its own.
 	prepare(cmd *exec.Cmd)
+	// start starts a prepared command (from the Service's spawning thread, if it has one).
+	start(cmd *exec.Cmd) error
+	// close releases what the backend holds, once every tree is gone.
+	close()
 	// attach returns the tree of a started command. On error the leader has been ended and
 	// the caller only reaps it.
 	attach(cmd *exec.Cmd) (tree, error)

@@ -8,7 +8,10 @@ import "os/exec"
 // (see the platform table) before the backend is used.
 type otherBackend struct{}
 
-func newBackend() backend { return otherBackend{} }
+func newBackend(Config) (backend, error) { return otherBackend{}, nil }
+
+func (otherBackend) start(cmd *exec.Cmd) error { return ErrUnsupported }
+func (otherBackend) close()                    {}
 
 func (otherBackend) envRules() envRules                 { return envRules{} }
 func (otherBackend) pathRules() pathRules               { return pathRules{listSep: ":"} }

@@ -4,6 +4,7 @@ package subprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,9 +20,33 @@ import (
 // one for the Service (swept by Close), so processes that leave their group are still found.
 type posixBackend struct {
 	svcCookie *posix.Cookie
+	spawner   *posix.Spawner // with Config.KillOnHostExit
 }
 
-func newBackend() backend { return &posixBackend{svcCookie: posix.NewCookie()} }
+func newBackend(cfg Config) (backend, error) {
+	b := &posixBackend{svcCookie: posix.NewCookie()}
+	if cfg.KillOnHostExit {
+		if !posix.HasParentDeathSignal {
+			return nil, &Error{Op: "new service", Name: "KillOnHostExit", Kind: ErrUnsupported,
+				Err: errors.New("this OS has no parent-death signal")}
+		}
+		b.spawner = posix.NewSpawner()
+	}
+	return b, nil
+}
+
+func (b *posixBackend) start(cmd *exec.Cmd) error {
+	if b.spawner != nil {
+		return b.spawner.Start(cmd)
+	}
+	return cmd.Start()
+}
+
+func (b *posixBackend) close() {
+	if b.spawner != nil {
+		b.spawner.Close()
+	}
+}
 
 func (*posixBackend) envRules() envRules   { return envRules{} }
 func (*posixBackend) pathRules() pathRules { return pathRules{listSep: ":", needMode: true} }

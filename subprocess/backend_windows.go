@@ -16,7 +16,12 @@ import (
 // ended with taskkill /T /F behind a pid + creation-time fence. Terminal support is absent.
 type windowsBackend struct{}
 
-func newBackend() backend { return windowsBackend{} }
+// newBackend ignores Config.KillOnHostExit: job objects already end every tree when the host
+// exits (KILL_ON_JOB_CLOSE).
+func newBackend(Config) (backend, error) { return windowsBackend{}, nil }
+
+func (windowsBackend) start(cmd *exec.Cmd) error { return cmd.Start() }
+func (windowsBackend) close()                    {}
 
 func (windowsBackend) envRules() envRules { return envRules{foldCase: true} }
 func (windowsBackend) pathRules() pathRules {

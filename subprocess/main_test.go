@@ -2,6 +2,7 @@ package subprocess_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,13 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(hostModeVar) != "" {
+		hostMode(os.Getenv(hostModeVar))
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // newService returns a Service whose children carry a test marker, with its temp and spill
 // dirs inside the test's temp dir, and registers the leak checks: closed at the end, no

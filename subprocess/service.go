@@ -32,6 +32,13 @@ type Config struct {
 	SpillDir string
 	// Logger receives diagnostics (spill failures, cleanup trouble); nil means none.
 	Logger *slog.Logger
+	// KillOnHostExit makes each leader receive SIGKILL if this process dies without closing
+	// the Service (Linux: a parent-death signal, set from one OS thread that lives as long as
+	// the Service, since the signal fires when the creating thread exits). It reaches the
+	// leader only: group members that outlive it are ended by Terminate and Close, not by the
+	// host's death. On Windows every tree already dies with the host (job objects). Elsewhere
+	// New fails with ErrUnsupported.
+	KillOnHostExit bool
 }
 
 // killWait bounds the wait for a tree to vanish after SIGKILL. A tree still present then has
@@ -72,7 +79,10 @@ func New(cfg Config) (*Service, error) {
 	if prefix == "" {
 		prefix = DefaultManagedPrefix
 	}
-	be := newBackend()
+	be, err := newBackend(cfg)
+	if err != nil {
+		return nil, err
+	}
 	spill := cfg.SpillDir
 	if spill == "" {
 		spill = os.TempDir()
@@ -83,6 +93,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	root, err := os.MkdirTemp(tmp, "subkit-runtime-")
 	if err != nil {
+		be.close()
 		return nil, &Error{Op: "new service", Name: tmp, Err: err, Hint: "set Config.TempDir to a writable directory"}
 	}
 	log := cfg.Logger
@@ -212,6 +223,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.live = map[owned]struct{}{}
 	s.mu.Unlock()
+	s.backend.close()
 	// The root goes first, whatever happened to the processes.
 	var rootErr error
 	if err := os.RemoveAll(s.root); err != nil {

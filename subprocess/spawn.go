@@ -70,7 +70,7 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		io.closeParentEnds()
 		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err, Hint: "the process may be out of file descriptors"}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.backend.start(cmd); err != nil {
 		io.closeParentEnds()
 		return nil, startError(spec.Path, err)
 	}

@@ -71,7 +71,7 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		Stdin: tty, Stdout: tty, Stderr: tty,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.backend.start(cmd); err != nil {
 		master.Close()
 		return nil, startError(spec.Path, err)
 	}

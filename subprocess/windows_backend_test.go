@@ -20,7 +20,10 @@ import (
 // These run only on a Windows machine (none in CI).
 
 func TestWindowsBackendSeam(t *testing.T) {
-	b := newBackend()
+	b, err := newBackend(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	assert.True(t, b.envRules().foldCase)
 	assert.Equal(t, ";", b.pathRules().listSep)
 	assert.Equal(t, parsePathExt(""), b.pathRules().exts)
