@@ -29,8 +29,9 @@ type Group struct {
 	leader *os.Process
 	pgid   int
 
-	mu   sync.Mutex
-	gone bool
+	mu      sync.Mutex
+	gone    bool
+	members []int // pids last seen in the group, checked first by zombiesOnly
 }
 
 // NewGroup returns the group led by p, which must have been started with SysProcAttr.
@@ -67,20 +68,24 @@ func (g *Group) Signal(sig syscall.Signal) error {
 	return fmt.Errorf("posix: signal %v to group %d: %w (direct child: %v)", sig, g.pgid, err, perr)
 }
 
-// Alive reports whether any member of the group is left. Zombies count until reaped, so the
-// caller must reap the leader (os/exec's Wait does) for the group to become empty.
+// Alive reports whether any live member of the group is left. A group whose members are all
+// zombies is not alive: members orphaned by the leader are reaped by init (or a subreaper),
+// which may take its time, and nothing can run in them any more. Such a group is not yet
+// empty, though, so its number stays signal-safe until it is.
 func (g *Group) Alive() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.gone {
 		return false
 	}
-	if err := unix.Kill(-g.pgid, 0); errors.Is(err, unix.ESRCH) {
+	err := unix.Kill(-g.pgid, 0)
+	if errors.Is(err, unix.ESRCH) {
 		g.gone = true
 		return false
 	}
-	// nil or EPERM (a member now runs as another user): someone is there.
-	return true
+	// nil or EPERM (a member now runs as another user): someone is there, unless every
+	// member is a zombie.
+	return err != nil || !zombiesOnly(g.pgid, &g.members)
 }
 
 // Poll back-off for WaitGone: the first probes come fast so short-lived trees settle within a

@@ -95,3 +95,16 @@ func TestCookieFindsEscapedProcesses(t *testing.T) {
 	assert.Nil(t, posix.CookieFromEnv("PATH=/bin"))
 	assert.NotNil(t, posix.CookieFromEnv(c.Env()))
 }
+
+func TestGroupOfZombiesIsNotAlive(t *testing.T) {
+	cmd := start(t, nil, "true")
+	g := posix.NewGroup(cmd.Process)
+	// Not reaped yet: the only member is a zombie.
+	require.Eventually(t, func() bool {
+		p, err := procinspect.Lookup(context.Background(), cmd.Process.Pid)
+		return err == nil && p.Zombie
+	}, 5*time.Second, time.Millisecond)
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, 0), "the zombie still holds the group")
+	assert.False(t, g.Alive())
+	require.NoError(t, g.Signal(syscall.SIGTERM), "signalling a zombie group is harmless")
+}
