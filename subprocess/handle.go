@@ -20,7 +20,7 @@ type Result struct {
 	TimedOut bool   // Spec.Timeout expired and the Service terminated the tree
 	Duration time.Duration
 	// PipesHeld is true when descendants still held a collected output pipe open after the
-	// leader exited and the drain grace ran out: the result settled without waiting for them.
+	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without waiting for them.
 	PipesHeld bool
 	Stdout    StreamResult // zero unless the stream was collected
 	Stderr    StreamResult
@@ -32,6 +32,7 @@ type Handle struct {
 	argv  []string
 	pid   int
 	grace time.Duration
+	drain time.Duration
 	start time.Time
 	tree  tree
 
@@ -275,7 +276,7 @@ func (h *Handle) run(wait func() (*os.ProcessState, error), timeout time.Duratio
 	}
 
 	// Bounded drain: descendants may hold the pipes open.
-	drain := time.NewTimer(h.grace)
+	drain := time.NewTimer(h.drain)
 	held := false
 	for i, c := range h.collectors {
 		if c == nil {

@@ -110,6 +110,17 @@ func TestDaemonHoldingPipeCannotHoldResult(t *testing.T) {
 	assert.True(t, res.PipesHeld)
 	assert.Equal(t, "started\n", string(res.Stdout.Tail))
 
+	// A short drain grace returns sooner, whatever the kill grace.
+	spec.Grace, spec.DrainGrace = 10*time.Second, 50*time.Millisecond
+	h2, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h2.Close()
+	begin = time.Now()
+	res, err = h2.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.True(t, res.PipesHeld)
+	assert.Less(t, time.Since(begin), 2*time.Second)
+
 	// The daemon is still in the group: WaitForExit must not return yet.
 	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -56,8 +56,12 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	if grace == 0 {
 		grace = DefaultGrace
 	}
+	drain := spec.DrainGrace
+	if drain == 0 {
+		drain = grace
+	}
 	h := &Handle{
-		svc: s, argv: append([]string{spec.Path}, spec.Args...), grace: grace,
+		svc: s, argv: append([]string{spec.Path}, spec.Args...), grace: grace, drain: drain,
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}),
 		place: &spillPlace{parent: s.spill},
 	}

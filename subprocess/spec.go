@@ -94,9 +94,12 @@ type Spec struct {
 	// Stdout and Stderr are the output dispositions; the zero value collects a
 	// DefaultTailBytes tail without a spill file.
 	Stdout, Stderr Output
-	// Grace is how long Terminate waits after SIGTERM before SIGKILL, and how long a
-	// collect stream may keep draining after the leader exits; 0 means DefaultGrace.
+	// Grace is how long Terminate waits after SIGTERM before SIGKILL; 0 means DefaultGrace.
 	Grace time.Duration
+	// DrainGrace is how long collected streams may keep draining after the leader exits,
+	// while descendants hold the pipes open; 0 means the same as Grace. A short one lets a
+	// call that leaves a daemon behind (`server &`) return quickly.
+	DrainGrace time.Duration
 	// Timeout, when > 0, terminates the tree once it has run that long; the Result then says
 	// TimedOut.
 	Timeout time.Duration
@@ -122,6 +125,8 @@ func (s *Spec) check() error {
 		return invalid("spawn", "Path", "no program given")
 	case s.Grace < 0:
 		return invalid("spawn", "Grace", fmt.Sprintf("%v is negative; use 0 for the default", s.Grace))
+	case s.DrainGrace < 0:
+		return invalid("spawn", "DrainGrace", fmt.Sprintf("%v is negative; use 0 for the same as Grace", s.DrainGrace))
 	case s.Timeout < 0:
 		return invalid("spawn", "Timeout", fmt.Sprintf("%v is negative; use 0 for no timeout", s.Timeout))
 	case s.Stdin.Kind < InputNull || s.Stdin.Kind > InputInherit:
