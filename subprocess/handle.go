@@ -244,7 +244,7 @@ func (h *Handle) Updated(s Stream) <-chan struct{} {
 // It is safe to call more than once.
 func (h *Handle) Close() error {
 	h.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.grace)
+		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
 		defer cancel()
 		h.closeErr = h.Terminate(ctx)
 		select {

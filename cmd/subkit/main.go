@@ -4,6 +4,7 @@
 //	subkit exec [flags] -- PROGRAM [ARGS...]   run one process tree, print its result
 //	subkit tree [--json] PID                   show a process and its descendants
 //	subkit term [flags] -- PROGRAM [ARGS...]   run a program on a pty, interactively or scripted
+//	subkit bash [flags] 'COMMAND'              run one command with the bash executor
 //
 // Exit status of subkit itself: 2 for bad flags or a bad spec, 127 when the program is not
 // found, 126 when it cannot be executed, 1 for any other failure of subkit. Otherwise see each
@@ -35,6 +36,7 @@ commands:
   exec   run one process tree with bounded output and print its result
   tree   show a process and its descendants
   term   run a program on a terminal of its own (interactive, or scripted with --script)
+  bash   run one bash command with the bash executor (bounded output, no pager or prompt)
 
 Run "subkit COMMAND -h" for a command's flags.
 `
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTree(ctx, args[1:], stdout, stderr)
 	case "term":
 		return cmdTerm(ctx, args[1:], stdin, stdout, stderr)
+	case "bash":
+		return cmdBash(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

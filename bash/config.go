@@ -1,0 +1,214 @@
+package bash
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Defaults of the configuration keys. The first six are the reference executor's.
+const (
+	DefaultTimeout            = 120 * time.Second // timeoutMs 120000
+	DefaultMaxTimeout         = 600 * time.Second // maxTimeoutMs 600000
+	DefaultMaxOutputBytes     = 64000             // maxOutputBytes
+	DefaultMaxSpillBytes      = 64 << 20          // maxSpillBytes 67108864
+	DefaultGrace              = 3 * time.Second   // graceMs 3000
+	DefaultMaxBackground      = 64                // maxBackground
+	DefaultSpillMaxAge        = 24 * time.Hour    // spillMaxAgeMs 86400000
+	DefaultSpillMaxTotalBytes = 1 << 30           // spillMaxTotalBytes 1073741824
+	DefaultManagedPrefix      = subprocess.DefaultManagedPrefix
+)
+
+// Config configures an Executor. The zero value is ready to use: every zero field takes the
+// default named beside it. Negative values are invalid. The fields with a key can also be read
+// from a JSON or YAML file (see ParseConfigJSON, ParseConfigYAML, LoadConfig), where durations
+// are whole milliseconds.
+type Config struct {
+	// Cwd (key "cwd") is the directory every command starts in. Empty means the host's working
+	// directory when New runs; a relative path is taken against that directory. It must exist.
+	Cwd string
+	// Timeout (key "timeoutMs") is the foreground timeout of a Request that sets none. When
+	// unset it is DefaultTimeout, or MaxTimeout if that is smaller.
+	Timeout time.Duration
+	// MaxTimeout (key "maxTimeoutMs") caps every foreground timeout: a Request asking for more
+	// gets MaxTimeout. Timeout must not exceed it. Default DefaultMaxTimeout.
+	MaxTimeout time.Duration
+	// MaxOutputBytes (key "maxOutputBytes") is how many trailing bytes of each stream are kept
+	// in memory; the whole stream goes to a spill file once it is longer. A foreground
+	// Request may raise it for stdout with StdoutMaxBytes. Default DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// MaxSpillBytes (key "maxSpillBytes") is the largest stream kept whole in a spill file; a
+	// longer stream keeps only its tail, marked truncated. Default DefaultMaxSpillBytes.
+	MaxSpillBytes int64
+	// Grace (key "graceMs") is how long a terminated command has between SIGTERM and SIGKILL,
+	// and how long output pipes may keep draining after the shell exits (a background child
+	// holding them cannot hold the result longer). Default DefaultGrace.
+	Grace time.Duration
+	// MaxBackground (key "maxBackground") caps the background processes running at once;
+	// Start past it fails with ErrTooMany. Default DefaultMaxBackground.
+	MaxBackground int
+	// SpillDir (key "spillDir") is where the executor keeps its spill files, in a private
+	// subdirectory of its own. Empty means the OS temp dir. Only entries this package created
+	// are ever removed from it.
+	SpillDir string
+	// SpillMaxAge (key "spillMaxAgeMs"): spill files not written for longer are removed by
+	// the retention sweep (on New, on Close and on Sweep). Default DefaultSpillMaxAge.
+	SpillMaxAge time.Duration
+	// SpillMaxTotalBytes (key "spillMaxTotalBytes"): when the spill files under SpillDir add
+	// up to more, the sweep removes the oldest ones not in use until they fit. Default
+	// DefaultSpillMaxTotalBytes.
+	SpillMaxTotalBytes int64
+	// ManagedPrefix (key "managedPrefix") marks the variables that belong to the harness: they
+	// are removed from the host environment, refused in Request.Env, and the only names
+	// Request.ManagedEnv accepts. Default DefaultManagedPrefix ("DSH_").
+	ManagedPrefix string
+	// AllowEnv (key "allowEnv") lists host variables kept although their names look like
+	// credentials (false positives such as KEYBOARD_LAYOUT).
+	AllowEnv []string
+
+	// Env is the host environment commands start from, before scrubbing; nil means
+	// os.Environ(). There is no file key: a file never carries environment values.
+	Env []string
+	// TempDir is where the Service's private runtime root is made; empty means the OS temp
+	// dir. No file key.
+	TempDir string
+	// Logger receives diagnostics (sweep trouble, lost spill files); nil means none.
+	Logger *slog.Logger
+}
+
+// configKey ties a file key to its Config field.
+type configKey struct {
+	key, field string
+	set        func(c *Config, v any) error
+}
+
+// configKeys lists every file key, in documentation order.
+func configKeys() []configKey {
+	return []configKey{
+		{"cwd", "Cwd", func(c *Config, v any) (err error) { c.Cwd, err = toString(v); return }},
+		{"timeoutMs", "Timeout", func(c *Config, v any) (err error) { c.Timeout, err = toMillis(v); return }},
+		{"maxTimeoutMs", "MaxTimeout", func(c *Config, v any) (err error) { c.MaxTimeout, err = toMillis(v); return }},
+		{"maxOutputBytes", "MaxOutputBytes", func(c *Config, v any) error {
+			n, err := toPositive(v)
+			c.MaxOutputBytes = int(n)
+			return err
+		}},
+		{"maxSpillBytes", "MaxSpillBytes", func(c *Config, v any) (err error) { c.MaxSpillBytes, err = toPositive(v); return }},
+		{"graceMs", "Grace", func(c *Config, v any) (err error) { c.Grace, err = toMillis(v); return }},
+		{"maxBackground", "MaxBackground", func(c *Config, v any) error {
+			n, err := toPositive(v)
+			c.MaxBackground = int(n)
+			return err
+		}},
+		{"spillDir", "SpillDir", func(c *Config, v any) (err error) { c.SpillDir, err = toString(v); return }},
+		{"spillMaxAgeMs", "SpillMaxAge", func(c *Config, v any) (err error) { c.SpillMaxAge, err = toMillis(v); return }},
+		{"spillMaxTotalBytes", "SpillMaxTotalBytes", func(c *Config, v any) (err error) { c.SpillMaxTotalBytes, err = toPositive(v); return }},
+		{"managedPrefix", "ManagedPrefix", func(c *Config, v any) (err error) { c.ManagedPrefix, err = toString(v); return }},
+		{"allowEnv", "AllowEnv", func(c *Config, v any) (err error) { c.AllowEnv, err = toStrings(v); return }},
+	}
+}
+
+func keyOf(field string) string {
+	for _, k := range configKeys() {
+		if k.field == field {
+			return k.key
+		}
+	}
+	return ""
+}
+
+func configErr(field string, format string, args ...any) error {
+	return &ConfigError{Key: keyOf(field), Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate reports the first invalid field: a negative number, a Timeout above MaxTimeout
+// (after defaults), or a malformed ManagedPrefix or AllowEnv name. It does not touch the file
+// system; New also checks that Cwd is a directory.
+func (c Config) Validate() error {
+	durations := []struct {
+		field string
+		d     time.Duration
+	}{{"Timeout", c.Timeout}, {"MaxTimeout", c.MaxTimeout}, {"Grace", c.Grace}, {"SpillMaxAge", c.SpillMaxAge}}
+	for _, d := range durations {
+		if d.d < 0 {
+			return configErr(d.field, "%v is negative; use 0 (or omit the key) for the default", d.d)
+		}
+	}
+	counts := []struct {
+		field string
+		n     int64
+	}{
+		{"MaxOutputBytes", int64(c.MaxOutputBytes)}, {"MaxSpillBytes", c.MaxSpillBytes},
+		{"MaxBackground", int64(c.MaxBackground)}, {"SpillMaxTotalBytes", c.SpillMaxTotalBytes},
+	}
+	for _, n := range counts {
+		if n.n < 0 {
+			return configErr(n.field, "%d is negative; use 0 (or omit the key) for the default", n.n)
+		}
+	}
+	d := c.withDefaults()
+	if d.Timeout > d.MaxTimeout {
+		return configErr("Timeout", "%d ms is above maxTimeoutMs %d ms; raise maxTimeoutMs or lower timeoutMs",
+			d.Timeout.Milliseconds(), d.MaxTimeout.Milliseconds())
+	}
+	if strings.ContainsAny(c.ManagedPrefix, "=\x00") {
+		return configErr("ManagedPrefix", "%q contains '=' or a NUL byte", c.ManagedPrefix)
+	}
+	for i, name := range c.AllowEnv {
+		if err := checkName(name); err != nil {
+			return &ConfigError{Key: fmt.Sprintf("allowEnv[%d]", i), Field: "AllowEnv", Err: err}
+		}
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.Timeout == 0 {
+		c.Timeout = min(DefaultTimeout, c.MaxTimeout)
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.MaxSpillBytes == 0 {
+		c.MaxSpillBytes = DefaultMaxSpillBytes
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.MaxBackground == 0 {
+		c.MaxBackground = DefaultMaxBackground
+	}
+	if c.SpillMaxAge == 0 {
+		c.SpillMaxAge = DefaultSpillMaxAge
+	}
+	if c.SpillMaxTotalBytes == 0 {
+		c.SpillMaxTotalBytes = DefaultSpillMaxTotalBytes
+	}
+	if c.ManagedPrefix == "" {
+		c.ManagedPrefix = DefaultManagedPrefix
+	}
+	c.AllowEnv = append([]string(nil), c.AllowEnv...)
+	if c.Env != nil {
+		c.Env = append([]string{}, c.Env...)
+	}
+	return c
+}
+
+// checkName validates an environment variable name.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty variable name")
+	case strings.ContainsAny(name, "=\x00"):
+		return fmt.Errorf("variable name %q contains '=' or a NUL byte", name)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package bash
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Sentinel kinds. Every error of this package wraps one of them (test with errors.Is), and a
+// *ConfigError, *RequestError or *Error that says where (test with errors.As). Errors of the
+// subprocess Service pass through wrapped, so its kinds match too.
+var (
+	// ErrInvalid: a Config, config file or Request is wrong; the error names the key or field.
+	// It is subprocess.ErrInvalid, so one test covers both layers.
+	ErrInvalid = subprocess.ErrInvalid
+	// ErrNotFound: bash (or the working directory) does not exist. It is subprocess.ErrNotFound.
+	ErrNotFound = subprocess.ErrNotFound
+	// ErrPermission: bash exists but cannot be executed. It is subprocess.ErrPermission.
+	ErrPermission = subprocess.ErrPermission
+	// ErrClosed: the Executor was closed; create a new one.
+	ErrClosed = errors.New("executor is closed")
+	// ErrTooMany: Config.MaxBackground background processes are already running.
+	ErrTooMany = errors.New("too many background processes")
+	// ErrUnsupported: the platform lacks a capability this package needs. It is
+	// subprocess.ErrUnsupported.
+	ErrUnsupported = subprocess.ErrUnsupported
+)
+
+// ConfigError is a bad configuration value. It wraps ErrInvalid.
+type ConfigError struct {
+	// Key is the configuration key as spelled in a config file ("timeoutMs"), or "" for a
+	// file that is not a valid JSON or YAML mapping at all.
+	Key string
+	// Field is the Config field the key sets ("Timeout"), or "" for an unknown key.
+	Field string
+	// Line is the 1-based line of the key in the file it was parsed from, or 0.
+	Line int
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("bash: config")
+	if e.Key != "" {
+		b.WriteString(" key ")
+		b.WriteString(e.Key)
+		if e.Field != "" {
+			b.WriteString(" (Config.")
+			b.WriteString(e.Field)
+			b.WriteString(")")
+		}
+	}
+	if e.Line > 0 {
+		b.WriteString(" at line ")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns ErrInvalid and the cause.
+func (e *ConfigError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+// RequestError is a bad Request. It wraps ErrInvalid (or ErrTooMany, for the running cap).
+type RequestError struct {
+	// Field is the Request field concerned: "Command", "Timeout", "StdoutMaxBytes", "Env",
+	// "ManagedEnv", or "Offsets" for a bad ReadOutput offset.
+	Field string
+	// Key is the variable name for Env and ManagedEnv errors, or "".
+	Key string
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	b.WriteString("bash: request ")
+	b.WriteString(e.Field)
+	if e.Key != "" {
+		b.WriteString("[")
+		b.WriteString(strconv.Quote(e.Key))
+		b.WriteString("]")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns ErrInvalid and the cause.
+func (e *RequestError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+// Error is a failed operation of an Executor or a Process.
+type Error struct {
+	Op   string // "new", "exec", "start", "wait", "terminate", "close", "sweep", "load config"
+	Name string // the path or process concerned, when there is one
+	Kind error  // one of the sentinel errors above, or nil
+	Err  error  // the cause, or nil
+	Hint string // what the caller can do about it, when there is something to say
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("bash: ")
+	b.WriteString(e.Op)
+	if e.Name != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Name)
+	}
+	if e.Kind != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Kind.Error())
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the kind and the cause, so errors.Is matches both.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}

@@ -1,0 +1,291 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// stopSlack bounds, beyond the grace, the wait for a terminated tree: SIGKILL plus the time
+// the kernel may take to reap it. It matches the Service's own bound after SIGKILL.
+const stopSlack = 15 * time.Second
+
+// Executor runs bash commands, each a fresh process tree owned by a subprocess Service. It is
+// safe for concurrent use.
+type Executor struct {
+	cfg   Config // with defaults applied
+	svc   *subprocess.Service
+	store *spillStore
+	log   *slog.Logger
+
+	life     context.Context // ends when Close has ended every tree
+	stopLife context.CancelFunc
+	watchers sync.WaitGroup // one goroutine per background process and per lingering tree
+	inflight sync.WaitGroup // Exec and Start calls past the closed check
+
+	mu        sync.Mutex
+	closed    bool
+	closing   chan struct{} // closed when Close begins
+	closeDone chan struct{} // closed when Close has finished
+	closeErr  error
+	running   int                             // background slots taken
+	procs     map[*Process]struct{}           // background processes not yet closed
+	lingering map[*subprocess.Handle]struct{} // foreground trees not yet gone
+}
+
+// Stats is a point-in-time count of what an Executor owns.
+type Stats struct {
+	Running   int // background processes counted against MaxBackground
+	Open      int // background processes not yet closed (running or not)
+	Lingering int // foreground commands whose process group is not yet empty
+}
+
+// New validates cfg, sweeps the spill root, and starts an Executor. Errors wrap ErrInvalid (a
+// *ConfigError naming the key) or come from creating the spill or runtime directory.
+func New(cfg Config) (*Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	host, err := os.Getwd()
+	if err != nil {
+		return nil, &Error{Op: "new", Err: err, Hint: "the host's working directory is gone; set Config.Cwd"}
+	}
+	if c.Cwd == "" {
+		c.Cwd = host
+	} else if !filepath.IsAbs(c.Cwd) {
+		c.Cwd = filepath.Join(host, c.Cwd)
+	}
+	if fi, err := os.Stat(c.Cwd); err != nil {
+		return nil, &ConfigError{Key: "cwd", Field: "Cwd", Err: err}
+	} else if !fi.IsDir() {
+		return nil, &ConfigError{Key: "cwd", Field: "Cwd", Err: fmt.Errorf("%s is not a directory", c.Cwd)}
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	store, err := openStore(c.SpillDir, c.SpillMaxAge, c.SpillMaxTotalBytes)
+	if err != nil {
+		return nil, err
+	}
+	c.SpillDir = store.root
+	svc, err := subprocess.New(subprocess.Config{
+		Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
+		TempDir: c.TempDir, SpillDir: store.dir, Logger: log,
+	})
+	if err != nil {
+		store.close(context.Background())
+		return nil, &Error{Op: "new", Err: err}
+	}
+	if err := store.sweep(context.Background(), false); err != nil {
+		log.Warn("spill sweep", "err", err)
+	}
+	life, stop := context.WithCancel(context.Background())
+	return &Executor{
+		cfg: c, svc: svc, store: store, log: log, life: life, stopLife: stop,
+		closing: make(chan struct{}), closeDone: make(chan struct{}),
+		procs: map[*Process]struct{}{}, lingering: map[*subprocess.Handle]struct{}{},
+	}, nil
+}
+
+// Config returns the configuration in effect: every default applied, Cwd and SpillDir
+// absolute.
+func (e *Executor) Config() Config {
+	c := e.cfg
+	c.AllowEnv = append([]string(nil), c.AllowEnv...)
+	if c.Env != nil {
+		c.Env = append([]string{}, c.Env...)
+	}
+	return c
+}
+
+// Stats counts what the executor owns now.
+func (e *Executor) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Stats{Running: e.running, Open: len(e.procs), Lingering: len(e.lingering)}
+}
+
+// enter admits a call unless the executor is closed.
+func (e *Executor) enter(op string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return &Error{Op: op, Kind: ErrClosed}
+	}
+	e.inflight.Add(1)
+	return nil
+}
+
+func spawnError(op string, err error) error {
+	if errors.Is(err, subprocess.ErrClosed) {
+		return &Error{Op: op, Kind: ErrClosed, Err: err}
+	}
+	return &Error{Op: op, Err: err}
+}
+
+// Exec runs a command in the foreground and returns its result once it has ended: exited,
+// timed out (Result.TimedOut), or cancelled by ctx or Close (Result.Cancelled). On timeout or
+// cancellation the whole process group gets SIGTERM, then SIGKILL after the grace, and Exec
+// returns once it is gone; the result keeps the output produced until then. Processes the
+// command left running (`server &`) are reported in the result and stay owned by the
+// executor until they exit or Close ends them.
+//
+// The error is non-nil only when the command did not run: a bad request (ErrInvalid, a
+// *RequestError naming the field), a closed executor (ErrClosed), or a failure to start bash
+// (ErrNotFound, ErrPermission, ...).
+func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
+	spec, timeout, err := e.spec(req, false)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := e.enter("exec"); err != nil {
+		return Result{}, err
+	}
+	defer e.inflight.Done()
+	h, err := e.svc.Spawn(ctx, spec)
+	if err != nil {
+		return Result{}, spawnError("exec", err)
+	}
+	defer func() { e.store.release(h.SpillDir()) }()
+
+	cancelled := false
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		cancelled = true
+	case <-e.closing:
+		cancelled = true
+	}
+	if cancelled && isDone(h.Done()) {
+		cancelled = false // it ended by itself meanwhile
+	}
+	if cancelled {
+		e.stop(h)
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), e.cfg.Grace+stopSlack)
+	defer cancel()
+	sr, err := h.Wait(wctx)
+	if err != nil {
+		return Result{}, &Error{Op: "exec", Name: fmt.Sprint("pid ", h.Pid()), Err: err,
+			Hint: "the process group could not be ended; Close will try again"}
+	}
+	res := newResult(req.Command, h, sr)
+	res.Timeout, res.Cancelled = timeout, cancelled
+	if survivors(h, &res) {
+		h.Close()
+	} else {
+		e.adopt(h)
+	}
+	return res, nil
+}
+
+// stop terminates h's tree, bounded; a failure is logged (the result still settles, and
+// Close tries again).
+func (e *Executor) stop(h *subprocess.Handle) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Grace+stopSlack)
+	defer cancel()
+	if err := h.Terminate(ctx); err != nil {
+		e.log.Warn("terminate", "pid", h.Pid(), "err", err)
+	}
+}
+
+// adopt keeps a foreground tree whose shell exited while members survive, until it is gone.
+func (e *Executor) adopt(h *subprocess.Handle) {
+	e.mu.Lock()
+	e.lingering[h] = struct{}{}
+	e.watchers.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.watchers.Done()
+		h.WaitForExit(e.life)
+		e.mu.Lock()
+		delete(e.lingering, h)
+		e.mu.Unlock()
+		h.Close()
+	}()
+}
+
+// Sweep applies the spill retention policy now, as New and Close do: spill files older than
+// SpillMaxAge go, then the oldest until the total fits SpillMaxTotalBytes. Files of running
+// commands, of background processes not yet closed, and of other live executors are never
+// touched.
+func (e *Executor) Sweep(ctx context.Context) error {
+	if err := e.enter("sweep"); err != nil {
+		return err
+	}
+	defer e.inflight.Done()
+	return e.store.sweep(ctx, false)
+}
+
+// Close terminates every running command, background process and lingering tree (SIGTERM,
+// grace, SIGKILL), waits for each, sweeps the spill root and releases the executor's spill
+// directory. It reports every failure joined. It is safe to call more than once; later calls
+// wait for the first and return its error.
+func (e *Executor) Close() error { return e.Shutdown(context.Background()) }
+
+// Shutdown is Close bounded by ctx: when ctx ends first, the trees not yet gone are reported
+// and the spill directory is still released.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		select {
+		case <-e.closeDone:
+			return e.closeErr
+		case <-ctx.Done():
+			return &Error{Op: "close", Err: ctx.Err()}
+		}
+	}
+	e.closed = true
+	close(e.closing)
+	e.mu.Unlock()
+
+	var errs []error
+	if err := e.svc.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	e.inflight.Wait() // Exec calls return once their trees are gone (bounded by grace + 15s)
+	e.stopLife()
+	e.watchers.Wait()
+	e.mu.Lock()
+	procs := make([]*Process, 0, len(e.procs))
+	for p := range e.procs {
+		procs = append(procs, p)
+	}
+	e.mu.Unlock()
+	for _, p := range procs {
+		if err := p.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := e.store.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		e.closeErr = &Error{Op: "close", Err: err}
+	}
+	close(e.closeDone)
+	return e.closeErr
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

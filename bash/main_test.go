@@ -1,0 +1,58 @@
+package bash_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/internal/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newExecutor returns an Executor whose commands carry a fresh test mark, with its runtime
+// and spill dirs inside the test's temp dirs, closed at the end of the test; the leak checks
+// (no marked process, no descriptor, no runtime dir left) run after that.
+func newExecutor(t *testing.T, cfg bash.Config) (*bash.Executor, string) {
+	t.Helper()
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	if cfg.Env == nil {
+		cfg.Env = testutil.Env(mark)
+	} else {
+		cfg.Env = append(cfg.Env, testutil.MarkVar+"="+mark)
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = t.TempDir()
+		testutil.EmptyDir(t, cfg.TempDir)
+	}
+	if cfg.SpillDir == "" {
+		cfg.SpillDir = t.TempDir()
+	}
+	e, err := bash.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e, mark
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond for up to d.
+func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,152 @@
+package bash
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Request is one command.
+type Request struct {
+	// Command is bash source, run as `bash -c Command` by a fresh non-login, non-interactive
+	// shell that reads no startup file.
+	Command string
+	// Timeout bounds a foreground command (Exec): 0 means Config.Timeout, and a value above
+	// Config.MaxTimeout is lowered to it (Result.Timeout says what applied). When it expires
+	// the whole process group is terminated. Background commands (Start) have no timeout and
+	// refuse one.
+	Timeout time.Duration
+	// StdoutMaxBytes raises this foreground call's in-memory stdout budget above
+	// Config.MaxOutputBytes, up to Config.MaxSpillBytes, for a caller that needs more of the
+	// output inline. A smaller value does not lower it. Stderr, and every background command,
+	// keep Config.MaxOutputBytes.
+	StdoutMaxBytes int
+	// Env is set in the command's environment after the scrub and the model-friendly
+	// defaults, so it may override those. Names with the managed prefix are refused: pass
+	// them in ManagedEnv.
+	Env map[string]string
+	// ManagedEnv carries the harness's own variables (the managed prefix, DSH_ by default)
+	// and accepts nothing else. It is merged last.
+	ManagedEnv map[string]string
+	// Stdin, when not nil, is written to the command's standard input, which is then closed.
+	// When nil, standard input is the null device: a command never waits for input.
+	Stdin []byte
+}
+
+// modelEnv is set after the scrub so that no command waits on a pager, an editor or a
+// password prompt, and no output carries ANSI colour codes.
+func modelEnv() []string {
+	return []string{
+		"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
+		"GH_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true",
+	}
+}
+
+// startupVars make a non-interactive bash read a file or change its options before the
+// command: the host's values are dropped so that every call starts the same. A Request may
+// still set them.
+func startupVars() []string { return []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"} }
+
+// withoutStartupVars returns env minus the startup variables; never nil.
+func withoutStartupVars(env []string) []string {
+	drop := startupVars()
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// spec turns a request into a Spec. It returns the foreground timeout that applies.
+func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Duration, error) {
+	c := &e.cfg
+	bad := func(field string, format string, args ...any) error {
+		return &RequestError{Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case strings.TrimSpace(req.Command) == "":
+		return subprocess.Spec{}, 0, bad("Command", "no command given")
+	case strings.ContainsRune(req.Command, 0):
+		return subprocess.Spec{}, 0, bad("Command", "contains a NUL byte, which cannot be passed to bash")
+	case req.Timeout < 0:
+		return subprocess.Spec{}, 0, bad("Timeout", "%v is negative; use 0 for the default %v", req.Timeout, c.Timeout)
+	case req.StdoutMaxBytes < 0:
+		return subprocess.Spec{}, 0, bad("StdoutMaxBytes", "%d is negative; use 0 for maxOutputBytes", req.StdoutMaxBytes)
+	case int64(req.StdoutMaxBytes) > c.MaxSpillBytes:
+		return subprocess.Spec{}, 0, bad("StdoutMaxBytes", "%d is above maxSpillBytes %d", req.StdoutMaxBytes, c.MaxSpillBytes)
+	case background && req.Timeout != 0:
+		return subprocess.Spec{}, 0, bad("Timeout", "background commands have no timeout; end one with Process.Terminate")
+	case background && req.StdoutMaxBytes != 0:
+		return subprocess.Spec{}, 0, bad("StdoutMaxBytes", "applies to foreground commands only; background output is read by offset")
+	}
+	env, err := e.env(req)
+	if err != nil {
+		return subprocess.Spec{}, 0, err
+	}
+	timeout := time.Duration(0)
+	if !background {
+		timeout = req.Timeout
+		if timeout == 0 {
+			timeout = c.Timeout
+		}
+		timeout = min(timeout, c.MaxTimeout)
+	}
+	stdoutTail := c.MaxOutputBytes
+	if !background {
+		stdoutTail = max(stdoutTail, req.StdoutMaxBytes)
+	}
+	spec := subprocess.Spec{
+		Path: "bash", Args: []string{"-c", req.Command},
+		Dir: c.Cwd, Env: env, Grace: c.Grace, Timeout: timeout,
+		Stdout: subprocess.Output{TailBytes: stdoutTail, SpillBytes: c.MaxSpillBytes},
+		Stderr: subprocess.Output{TailBytes: c.MaxOutputBytes, SpillBytes: c.MaxSpillBytes},
+	}
+	if req.Stdin != nil {
+		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: req.Stdin}
+	}
+	return spec, timeout, nil
+}
+
+// env builds the explicit part of a command's environment: the model-friendly defaults, the
+// request's plain env, then its managed env (later entries win in the Service's merge).
+func (e *Executor) env(req Request) ([]string, error) {
+	prefix := e.cfg.ManagedPrefix
+	out := modelEnv()
+	for _, set := range []struct {
+		field   string
+		vars    map[string]string
+		managed bool
+	}{{"Env", req.Env, false}, {"ManagedEnv", req.ManagedEnv, true}} {
+		names := make([]string, 0, len(set.vars))
+		for name := range set.vars {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			value := set.vars[name]
+			var err error
+			switch {
+			case checkName(name) != nil:
+				err = checkName(name)
+			case strings.ContainsRune(value, 0):
+				err = errors.New("the value contains a NUL byte")
+			case !set.managed && strings.HasPrefix(name, prefix):
+				err = fmt.Errorf("names with the managed prefix %s belong in ManagedEnv", prefix)
+			case set.managed && !strings.HasPrefix(name, prefix):
+				err = fmt.Errorf("ManagedEnv accepts only names with the managed prefix %s; put it in Env", prefix)
+			}
+			if err != nil {
+				return nil, &RequestError{Field: set.field, Key: name, Err: err}
+			}
+			out = append(out, name+"="+value)
+		}
+	}
+	return out, nil
+}
