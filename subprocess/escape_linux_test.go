@@ -86,3 +86,17 @@ func TestMembersListsSurvivors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, procs)
 }
+
+func TestTerminateAfterTheGroupIsGoneStillSweeps(t *testing.T) {
+	svc, mark := newServiceMark(t, subprocess.Config{})
+	spec := sh(`setsid sleep 1001 & echo ready`)
+	spec.Stdout.Disposition = subprocess.Discard
+	spec.Stderr.Disposition = subprocess.Discard
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	require.NoError(t, h.WaitForExit(ctxT(t, 10*time.Second)), "the group is gone")
+	waitMarked(t, mark, 1)
+	require.NoError(t, h.Terminate(ctxT(t, 10*time.Second)))
+	assert.Empty(t, testutil.Marked(mark), "the setsid daemon was found by the tree's cookie")
+}

@@ -135,9 +135,12 @@ func (h *Handle) Signal(sig os.Signal) error {
 }
 
 // Terminate ends the tree: SIGTERM to every member, then SIGKILL to whatever is left after
-// the grace. It returns once the tree is gone, or with ctx's error (the escalation still runs
-// to its end in the background). It is a no-op on a tree already gone, and concurrent calls
-// share one escalation. It reports a tree still present well after SIGKILL.
+// the grace. Members are the process group and, on Linux, the processes that left it but
+// carry the tree's cookie (setsid daemons, double forks), found by a sweep of the process
+// table even when the group itself is already gone. It returns once all of them are gone, or
+// with ctx's error (the escalation still runs to its end in the background). Concurrent calls
+// share one escalation; a call after a successful one returns at once. It reports a tree still
+// present well after SIGKILL.
 func (h *Handle) Terminate(ctx context.Context) error {
 	h.termMu.Lock()
 	run := h.termRun
@@ -158,9 +161,8 @@ func (h *Handle) Terminate(ctx context.Context) error {
 
 func (h *Handle) escalate(run *termRun) {
 	defer close(run.done)
-	if !h.treeAlive() {
-		return
-	}
+	// Even when the group is gone, processes that left it carrying the tree's cookie may
+	// remain: term sweeps for them (one read of the process table).
 	var errs []error
 	if err := h.tree.term(); err != nil {
 		errs = append(errs, err)
@@ -239,14 +241,17 @@ func (h *Handle) Updated(s Stream) <-chan struct{} {
 	return h.collectors[s-1].updated()
 }
 
-// Close terminates the tree if it is still alive, waits for the result to settle, and closes
-// every descriptor the handle handed out (Stdin, Stdout, Stderr pipes). Spill files are kept.
-// It is safe to call more than once.
+// Close terminates the tree if its group is still alive, waits for the result to settle, and
+// closes every descriptor the handle handed out (Stdin, Stdout, Stderr pipes). Spill files are
+// kept. It does not sweep for processes that left a group already gone: Terminate and
+// Service.Close do. It is safe to call more than once.
 func (h *Handle) Close() error {
 	h.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
 		defer cancel()
-		h.closeErr = h.Terminate(ctx)
+		if h.treeAlive() {
+			h.closeErr = h.Terminate(ctx)
+		}
 		select {
 		case <-h.settledCh:
 		case <-ctx.Done():
