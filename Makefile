@@ -8,12 +8,18 @@ TESTBUILD_TARGETS := windows/amd64 windows/arm64
 TEST_TIMEOUT ?= 15m
 FUZZTIME ?= 3s
 
-.PHONY: test deps fmt-check vet generate generate-check unit fuzz
+.PHONY: test deps tools fmt-check vet generate generate-check unit fuzz bench
 
 test: deps fmt-check vet generate-check unit fuzz
 
-deps:
+deps: tools
 	$(GO) mod download
+
+# gopls for the lsp tests, pinned (v0.23.0) in the separate module tools/gopls so that subkit's
+# own go.mod stays clean, built into ./.bin/gopls. The first build takes minutes; the build
+# cache makes later ones fast.
+tools:
+	cd tools/gopls && $(GO) build -o ../../.bin/gopls golang.org/x/tools/gopls
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
@@ -56,3 +62,22 @@ fuzz:
 				|| { $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir"; exit 1; }; \
 		done; \
 	done
+
+# Side-by-side benchmarks (Linux; see bench/doc.go): `make bench` or `make bench COUNT=10`. The raw
+# output goes to bench/results.txt only when go test succeeds; bench/report then regenerates
+# BENCHMARKS.md from it (medians, ratios, targets) with bench/findings.md included.
+COUNT ?= 5
+BENCH_CMD = $(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) -timeout 60m ./bench/
+
+bench:
+	@set -e; tmp=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$tmp" "$$rc"' EXIT; \
+	echo "loadavg-before: $$(cat /proc/loadavg 2>/dev/null)" > "$$tmp"; \
+	echo "$(BENCH_CMD)"; \
+	{ $(BENCH_CMD) 2>&1; echo $$? > "$$rc"; } | tee -a "$$tmp"; \
+	if [ "$$(cat "$$rc")" != 0 ]; then \
+		echo "make bench: go test failed; bench/results.txt and BENCHMARKS.md are unchanged"; exit 1; \
+	fi; \
+	cp "$$tmp" bench/results.txt; \
+	$(GO) run ./bench/report -in bench/results.txt -findings bench/findings.md -out BENCHMARKS.md \
+		-command "$(BENCH_CMD)"; \
+	echo "wrote bench/results.txt and BENCHMARKS.md"

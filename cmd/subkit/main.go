@@ -5,6 +5,8 @@
 //	subkit tree [--json] PID                   show a process and its descendants
 //	subkit term [flags] -- PROGRAM [ARGS...]   run a program on a pty, interactively or scripted
 //	subkit bash [flags] 'COMMAND'              run one command with the bash executor
+//	subkit lsp [flags] -- SERVER [ARGS...]     talk to a language server, then shut it down
+//	subkit code --lang L [flags] (CODE | -)    run model-written code
 //
 // Exit status of subkit itself: 2 for bad flags or a bad spec, 127 when the program is not
 // found, 126 when it cannot be executed, 1 for any other failure of subkit. Otherwise see each
@@ -37,6 +39,8 @@ commands:
   tree   show a process and its descendants
   term   run a program on a terminal of its own (interactive, or scripted with --script)
   bash   run one bash command with the bash executor (bounded output, no pager or prompt)
+  lsp    launch a language server, open files, ask for a hover, shut it down
+  code   run a snippet of python3, node or bash code and report its result
 
 Run "subkit COMMAND -h" for a command's flags.
 `
@@ -63,6 +67,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTerm(ctx, args[1:], stdin, stdout, stderr)
 	case "bash":
 		return cmdBash(ctx, args[1:], stdin, stdout, stderr)
+	case "lsp":
+		return cmdLsp(ctx, args[1:], stdout, stderr)
+	case "code":
+		return cmdCode(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,189 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+)
+
+// codeCLI runs `subkit code ARGS...` in-process (args[0] is "code") with a marked
+// environment and a private temp dir, bounded by ctx.
+func codeCLI(t *testing.T, ctx context.Context, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	require.Equal(t, "code", args[0])
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	t.Setenv(testutil.MarkVar, mark)
+	tmp := t.TempDir()
+	testutil.EmptyDir(t, tmp)
+	t.Setenv("TMPDIR", tmp)
+	var out, errb bytes.Buffer
+	code = cmdCode(ctx, args[1:], strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func codeRun(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	return codeCLI(t, context.Background(), stdin, args...)
+}
+
+func needProgram(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("%s is not installed", name)
+	}
+}
+
+func TestCodeJSONException(t *testing.T) {
+	needProgram(t, "python3")
+	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--json", "print('hi')\nraise ValueError('bad value')\n")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	assert.Equal(t, "python3", o.Language)
+	require.NotNil(t, o.ExitCode)
+	assert.Equal(t, 1, *o.ExitCode)
+	assert.Equal(t, "hi\n", o.Stdout.Tail)
+	require.NotNil(t, o.Error)
+	assert.Equal(t, "ValueError", o.Error.Name)
+	assert.Equal(t, "bad value", o.Error.Value)
+	assert.Contains(t, o.Error.Traceback, `File "main.py", line 2`)
+	assert.Contains(t, o.Stderr.Tail, "ValueError: bad value")
+	assert.Contains(t, out, `"error":{"name":"ValueError","value":"bad value","traceback":`)
+}
+
+func TestCodeJSONExitAndNoError(t *testing.T) {
+	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "echo out; echo err >&2; exit 3")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	require.NotNil(t, o.ExitCode)
+	assert.Equal(t, 3, *o.ExitCode)
+	assert.Equal(t, "out\n", o.Stdout.Tail)
+	assert.Equal(t, "err\n", o.Stderr.Tail)
+	assert.Nil(t, o.Error)
+	assert.NotContains(t, out, `"error"`, "error appears only when the code raised")
+	assert.Contains(t, out, `"spill_path":""`, "streams as in subkit exec")
+}
+
+func TestCodeTimeout(t *testing.T) {
+	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--timeout", "300ms", "--grace", "200ms",
+		"sleep 1000 & echo up; wait")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	assert.True(t, o.TimedOut)
+	assert.Equal(t, "SIGTERM", o.Signal)
+	assert.Nil(t, o.ExitCode)
+	assert.Contains(t, out, `"exit_code":null`)
+	assert.Equal(t, "up\n", o.Stdout.Tail)
+
+	code, _, errOut := codeRun(t, "", "code", "--lang", "bash", "--timeout", "200ms", "sleep 10")
+	assert.Equal(t, exitTimeout, code)
+	assert.Contains(t, errOut, "timed out")
+}
+
+func TestCodePlain(t *testing.T) {
+	code, out, errOut := codeRun(t, "", "code", "--lang", "bash", "echo hi; echo oops >&2; exit 7")
+	assert.Equal(t, 7, code)
+	assert.Equal(t, "hi\n", out)
+	assert.Equal(t, "oops\n", errOut)
+	code, _, _ = codeRun(t, "", "code", "--lang", "bash", "kill -KILL $$")
+	assert.Equal(t, 128+9, code)
+}
+
+func TestCodeFromStdinAndStdinFile(t *testing.T) {
+	code, out, _ := codeRun(t, "echo from stdin; read -r x || echo eof", "code", "--lang", "bash", "-")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "from stdin\neof\n", out, "the code read from stdin gets the null device as stdin")
+
+	f := filepath.Join(t.TempDir(), "in")
+	require.NoError(t, os.WriteFile(f, []byte("line one\n"), 0o600))
+	code, out, _ = codeRun(t, "", "code", "--lang", "bash", "--stdin-file", f, "read -r x; echo \"got $x\"")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "got line one\n", out)
+
+	code, out, _ = codeRun(t, "piped", "code", "--lang", "bash", "--stdin-file", "-", "cat")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "piped", out)
+}
+
+func TestCodeTruncationUTF8(t *testing.T) {
+	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--tail-bytes", "5", "printf ééé")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	assert.Equal(t, "éé", o.Stdout.Tail)
+	assert.True(t, o.Stdout.Truncated)
+	assert.EqualValues(t, 6, o.Stdout.TotalBytes)
+
+	code, _, errOut := codeRun(t, "", "code", "--lang", "bash", "--tail-bytes", "4", "seq 1 100")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, errOut, "stdout truncated")
+}
+
+func TestCodeInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel)
+	code, out, _ := codeCLI(t, ctx, "", "code", "--lang", "bash", "--json", "--grace", "200ms", "echo hi; sleep 1000")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	assert.True(t, o.Cancelled)
+	assert.Equal(t, "hi\n", o.Stdout.Tail)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel)
+	code, _, errOut := codeCLI(t, ctx, "", "code", "--lang", "bash", "--grace", "200ms", "sleep 1000")
+	assert.Equal(t, exitInterrupted, code)
+	assert.Contains(t, errOut, "interrupted")
+}
+
+func TestCodeErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		kind string
+		code int
+	}{
+		{[]string{"echo"}, "invalid", exitUsage},
+		{[]string{"--lang", "cobol", "x"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "a", "b"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--timeout", "0", "x"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--tail-bytes", "0", "x"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--stdin-file", "-", "-"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--stdin-file", "/no/such/file", "x"}, "invalid", exitUsage},
+		{[]string{"--bogus"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--interpreter", "subkit-no-such-bash", "x"}, "unavailable", exitNotFound},
+	}
+	for _, c := range cases {
+		code, out, _ := codeRun(t, "", append([]string{"code", "--json"}, c.args...)...)
+		assert.Equal(t, c.code, code, "%v", c.args)
+		o := decode[errorOutput](t, out)
+		assert.Equal(t, c.kind, o.Error.Kind, "%v", c.args)
+		assert.NotEmpty(t, o.Error.Message)
+
+		code, out, errOut := codeRun(t, "", append([]string{"code"}, c.args...)...)
+		assert.Equal(t, c.code, code, "%v", c.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, "subkit:")
+	}
+	_, out, _ := codeRun(t, "", "code", "--json", "--lang", "bash", "--interpreter", "subkit-no-such-bash", "x")
+	assert.Contains(t, out, "subkit-no-such-bash", "the error names what was searched")
+}
+
+func TestCodeHelp(t *testing.T) {
+	code, out, _ := codeRun(t, "", "code", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "--lang")
+	assert.Contains(t, out, `"error":{"name","value","traceback"}`)
+}

@@ -1,0 +1,238 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+)
+
+// lspCLI runs `subkit lsp` in-process with a marked environment and a private temp dir; the
+// leak check finds any server process left behind.
+func lspCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	t.Setenv(testutil.MarkVar, mark)
+	t.Setenv("TMPDIR", t.TempDir())
+	var out, errb bytes.Buffer
+	require.Equal(t, "lsp", args[0], "args start with the command, as on the command line")
+	code = cmdLsp(context.Background(), args[1:], &out, &errb)
+	assert.Empty(t, testutil.Marked(mark), "a server process outlived subkit lsp")
+	return code, out.String(), errb.String()
+}
+
+// lspFake builds the lsp package's fake server into the test's temp dir.
+func lspFake(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "fakeserver")
+	b, err := exec.Command("go", "build", "-o", out, "../../lsp/testdata/fakeserver").CombinedOutput()
+	require.NoError(t, err, "building the fake server: %s", b)
+	return out
+}
+
+func lspDecode(t *testing.T, s string) lspOutput {
+	t.Helper()
+	var v lspOutput
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&v), "output: %s", s)
+	assert.False(t, dec.More(), "exactly one JSON object")
+	return v
+}
+
+func TestLspFakeJSON(t *testing.T) {
+	fake := lspFake(t)
+	root := t.TempDir()
+	notes := filepath.Join(root, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("fine\nan ERROR here\n"), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", root, "--open", notes, "--hover", notes+":2:5", "--wait", "5s", "--", fake)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	o := lspDecode(t, out)
+	require.NotNil(t, o.ServerInfo)
+	assert.Equal(t, "fakeserver", o.ServerInfo.Name)
+	assert.Contains(t, string(o.Capabilities), `"hoverProvider":true`)
+	require.Len(t, o.Diagnostics, 1)
+	assert.Equal(t, "file://"+notes, o.Diagnostics[0].URI)
+	assert.Equal(t, "found ERROR", o.Diagnostics[0].Message)
+	require.NotNil(t, o.Hover)
+	assert.Equal(t, "`ERROR` at 1:4", o.Hover.Text())
+	assert.Equal(t, "clean", o.Shutdown)
+	assert.Contains(t, o.StderrTail, "fakeserver: bye")
+	assert.Nil(t, o.Error)
+	// The raw shape the issue asks for.
+	for _, key := range []string{`"server_info":`, `"capabilities":`, `"diagnostics":[`, `"hover":{`, `"shutdown":"clean"`, `"stderr_tail":`} {
+		assert.Contains(t, out, key)
+	}
+	assert.NotContains(t, out, `"error"`)
+}
+
+func TestLspFakeText(t *testing.T) {
+	fake := lspFake(t)
+	root := t.TempDir()
+	notes := filepath.Join(root, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("ünï ERROR\n"), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--root", root, "--hover", notes+":1:8", "--", fake)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "server: fakeserver 1.0\n")
+	assert.Contains(t, out, notes+":1:7: error: found ERROR [fake]\n", "byte columns, as compilers print them")
+	assert.Contains(t, out, "hover:\n`ERROR` at 0:5\n", "byte column 8 is the R after the E")
+	assert.Contains(t, out, "shutdown: clean\n")
+	assert.Empty(t, errOut)
+}
+
+func TestLspServerFails(t *testing.T) {
+	fake := lspFake(t)
+	t.Run("crash on initialize", func(t *testing.T) {
+		code, out, _ := lspCLI(t, "lsp", "--json", "--root", t.TempDir(), "--", fake, "-mode=crash-on-init")
+		assert.Equal(t, exitFailure, code)
+		o := lspDecode(t, out)
+		require.NotNil(t, o.Error)
+		assert.Equal(t, "server_exited", o.Error.Kind)
+		assert.Contains(t, o.Error.Message, "exited with code 2")
+		assert.Equal(t, "crashed", o.Shutdown)
+		assert.Contains(t, o.StderrTail, "fatal: cannot start")
+		assert.Equal(t, []lspDiagnostic{}, o.Diagnostics)
+	})
+	t.Run("crash on initialize, text", func(t *testing.T) {
+		code, _, errOut := lspCLI(t, "lsp", "--root", t.TempDir(), "--", fake, "-mode=crash-on-init")
+		assert.Equal(t, exitFailure, code)
+		assert.Contains(t, errOut, "exited with code 2")
+		assert.Contains(t, errOut, "[subkit: the server's stderr ends with]\n")
+	})
+	t.Run("not a language server", func(t *testing.T) {
+		code, out, _ := lspCLI(t, "lsp", "--json", "--grace", "200ms", "--", "bash", "-c", "echo hello; sleep 60")
+		assert.Equal(t, exitFailure, code)
+		o := lspDecode(t, out)
+		require.NotNil(t, o.Error)
+		assert.Equal(t, "protocol", o.Error.Kind)
+		assert.Equal(t, "terminated", o.Shutdown)
+	})
+	t.Run("missing file", func(t *testing.T) {
+		code, out, _ := lspCLI(t, "lsp", "--json", "--root", t.TempDir(), "--open", "/no/such/file.go", "--", fake)
+		assert.Equal(t, exitFailure, code)
+		o := lspDecode(t, out)
+		require.NotNil(t, o.Error)
+		assert.Contains(t, o.Error.Message, "open /no/such/file.go")
+		assert.Equal(t, "clean", o.Shutdown, "the server is still shut down properly")
+	})
+}
+
+func TestLspUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"lsp"},
+		{"lsp", "--hover", "x.go:1", "--", "srv"},
+		{"lsp", "--hover", "x.go:0:1", "--", "srv"},
+		{"lsp", "--settings", "[1]", "--", "srv"},
+		{"lsp", "--grace", "0s", "--", "srv"},
+		{"lsp", "--nope"},
+	} {
+		code, _, errOut := lspCLI(t, args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Contains(t, errOut, `run "subkit lsp -h" for usage`, "%v", args)
+	}
+	code, out, _ := lspCLI(t, "lsp", "--json", "--", "no-such-language-server-xyz")
+	assert.Equal(t, exitNotFound, code)
+	assert.Contains(t, out, `"kind":"not_found"`)
+	code, out, _ = lspCLI(t, "lsp", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "usage: subkit lsp")
+	assert.Contains(t, out, "-hover")
+}
+
+func TestParseHoverAt(t *testing.T) {
+	h, err := parseHoverAt("C:/x/y.go:3:14")
+	require.NoError(t, err)
+	assert.Equal(t, lspHoverAt{file: "C:/x/y.go", line: 3, col: 14}, h)
+	for _, bad := range []string{"y.go", "y.go:3", ":3:4", "y.go:a:1", "y.go:1:-1"} {
+		_, err := parseHoverAt(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+// findGoplsForCLI locates gopls as the lsp package's tests do: $SUBKIT_GOPLS, <repo>/.bin/gopls
+// (`make tools`), PATH; missing, the test fails unless -short.
+func findGoplsForCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SUBKIT_GOPLS"); p != "" {
+		return p
+	}
+	for dir, _ := os.Getwd(); ; dir = filepath.Dir(dir) {
+		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
+			s := bufio.NewScanner(f)
+			s.Scan()
+			f.Close()
+			if strings.TrimSpace(s.Text()) == "module github.com/subkit/subkit" {
+				if p := filepath.Join(dir, ".bin", "gopls"); fileExists(p) {
+					return p
+				}
+				break
+			}
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	if p, err := exec.LookPath("gopls"); err == nil {
+		return p
+	}
+	if testing.Short() {
+		t.Skip("gopls not found (-short): run `make tools`")
+	}
+	t.Fatal("gopls not found: run `make tools` (builds ./.bin/gopls from tools/gopls) or set SUBKIT_GOPLS")
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func TestLspGopls(t *testing.T) {
+	gopls := findGoplsForCLI(t)
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local")
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/hello\n\ngo 1.26\n"), 0o644))
+	main := filepath.Join(root, "main.go")
+	require.NoError(t, os.WriteFile(main, []byte(`package main
+
+// Greet returns a greeting.
+func Greet(name string) string { return "hello " + name }
+
+func main() {
+	var n int = "oops"
+	_ = n
+	println(Greet("x"))
+}
+`), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", root, "--open", main, "--hover", main+":9:11", "--wait", "60s", "--", gopls)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, out)
+	o := lspDecode(t, out)
+	require.NotNil(t, o.ServerInfo)
+	assert.Equal(t, "gopls", o.ServerInfo.Name)
+	require.NotEmpty(t, o.Diagnostics, "stdout: %s", out)
+	assert.Contains(t, o.Diagnostics[0].Message, `cannot use "oops"`)
+	assert.Equal(t, "file://"+main, o.Diagnostics[0].URI)
+	require.NotNil(t, o.Hover)
+	assert.Contains(t, o.Hover.Text(), "Greet returns a greeting.")
+	assert.Equal(t, "clean", o.Shutdown)
+
+	code, text, errOut := lspCLI(t, "lsp", "--root", root, "--open", main, "--", gopls)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, text, "server: gopls v0.23.0\n")
+	assert.Contains(t, text, main+`:7:14: error: cannot use "oops"`)
+	assert.Contains(t, text, "shutdown: clean\n")
+}

@@ -1,0 +1,175 @@
+package coderuntime
+
+import (
+	"encoding/json"
+)
+
+// language is what the subprocess runtime knows about one language.
+type language struct {
+	interpreter string // default program, searched in the runtime's PATH
+	codeFile    string // the code file's name in the work directory
+	preludeFile string // the prelude's name in the run directory, or "" when there is none
+	// prelude returns the prelude's source for a code file and an error file.
+	prelude func(codePath, errPath string) string
+	// args returns the interpreter's arguments.
+	args func(preludePath, codePath string) []string
+	// env is set under the Request's Env.
+	env []string
+}
+
+// knownLanguages is the order Languages reports.
+func knownLanguages() []Language { return []Language{Python3, Node, Bash} }
+
+func lookupLanguage(l Language) (language, bool) {
+	switch l {
+	case Python3:
+		return language{
+			interpreter: "python3", codeFile: "main.py", preludeFile: "prelude.py",
+			prelude: func(code, errf string) string {
+				return "_SUBKIT_CODE = " + jsonString(code) + "\n_SUBKIT_ERROR = " + jsonString(errf) + "\n" + pythonPrelude
+			},
+			// The prelude runs the code; the code file is named in the prelude.
+			args: func(prelude, _ string) []string { return []string{prelude} },
+			// UTF-8 whatever the host locale says, for stdio and open() alike.
+			env: []string{"PYTHONUTF8=1", "PYTHONIOENCODING=utf-8"},
+		}, true
+	case Node:
+		return language{
+			interpreter: "node", codeFile: "main.js", preludeFile: "prelude.js",
+			prelude: func(_, errf string) string {
+				return "'use strict';\nconst SUBKIT_ERROR = " + jsonString(errf) + ";\n" + nodePrelude
+			},
+			args: func(prelude, code string) []string { return []string{"--require", prelude, code} },
+		}, true
+	case Bash:
+		return language{
+			interpreter: "bash", codeFile: "main.sh",
+			args: func(_, code string) []string { return []string{code} },
+		}, true
+	}
+	return language{}, false
+}
+
+// jsonString quotes s as a JSON string, which is also a valid Python and JavaScript literal.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
+
+// pythonPrelude runs the code file as __main__ (compile, then exec in a fresh module), so a
+// syntax error is caught before any of the code runs. On an uncaught exception (anything but
+// SystemExit) it writes one JSON object {name, value, traceback} to the error file, prints the
+// traceback to stderr as Python would, and exits 1. Its own frames are cut from the
+// traceback, and paths in the work directory are made relative (main.py) in both. SIGTERM flushes stdout and stderr before the process dies of it, so a timed-out
+// run keeps what it printed.
+const pythonPrelude = `import sys
+
+
+def _subkit_main(code_path, err_path):
+    import builtins
+    import json
+    import os
+    import signal
+    import traceback
+    import types
+
+    here = _subkit_main.__code__.co_filename
+
+    def flush_then_die(signum, frame):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    try:
+        signal.signal(signal.SIGTERM, flush_then_die)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+    sys.argv[:] = [code_path]
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(here):
+        sys.path[0] = os.path.dirname(code_path)  # as for python3 main.py, unless -P
+    main = types.ModuleType("__main__")
+    main.__file__ = code_path
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    try:
+        with open(code_path, "rb") as f:
+            source = f.read()
+        code = compile(source, code_path, "exec", dont_inherit=True)
+        del source
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == here:
+            tb = tb.tb_next
+        try:
+            text = "".join(traceback.format_exception(type(exc), exc, tb))
+        except BaseException:
+            text = "%s (the traceback could not be formatted)\n" % type(exc).__name__
+        try:
+            value = str(exc)
+        except BaseException:
+            value = "<unprintable %s object>" % type(exc).__name__
+        work = os.path.dirname(code_path) + os.sep
+        text, value = text.replace(work, ""), value.replace(work, "")
+        if len(value) > 8192:
+            value = value[:8192] + "..."
+        short = text if len(text) <= 65536 else "...\n" + text[-65536:]
+        try:
+            with open(err_path, "w", encoding="utf-8") as f:
+                json.dump({"name": type(exc).__name__, "value": value, "traceback": short}, f)
+        except BaseException:
+            pass
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        sys.exit(1)
+
+
+_subkit_main(_SUBKIT_CODE, _SUBKIT_ERROR)
+`
+
+// nodePrelude is loaded with --require before the code file, which node then runs as its main
+// module, unchanged. An uncaughtExceptionMonitor listener sees every exception that is about
+// to end the process, syntax errors of the main module and unhandled rejections included; it
+// writes one JSON object {name, value, traceback} to the error file and leaves the rest to
+// node (which prints the error and exits 1). An exception the code handles itself with an
+// 'uncaughtException' listener is not reported. node's internal frames are cut from the stack.
+const nodePrelude = `(function subkitPrelude() {
+  const fs = require('fs');
+  const util = require('util');
+  const cap = (s, n, keepEnd) => {
+    if (s.length <= n) return s;
+    return keepEnd ? '...\n' + s.slice(s.length - n) : s.slice(0, n) + '...';
+  };
+  process.on('uncaughtExceptionMonitor', function (err) {
+    if (process.listenerCount('uncaughtException') > 0) return;
+    try {
+      let name, value, traceback;
+      if (util.types.isNativeError(err) || err instanceof Error) {
+        name = String(err.name || (err.constructor && err.constructor.name) || 'Error');
+        value = String(err.message);
+        traceback = String(err.stack || '');
+      } else {
+        name = err === null ? 'null' : (typeof err === 'object' && err.constructor && err.constructor.name) || typeof err;
+        value = util.inspect(err);
+        traceback = '';
+      }
+      traceback = traceback.split('\n').filter((l) => !/^\s+at (.* \()?node:internal\//.test(l)).join('\n');
+      fs.writeFileSync(SUBKIT_ERROR, JSON.stringify({
+        name: name, value: cap(value, 8192, false), traceback: cap(traceback, 65536, true),
+      }), { mode: 0o600 });
+    } catch (e) {
+      // Reporting must never change how the code ends.
+    }
+  });
+})();
+`

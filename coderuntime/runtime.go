@@ -1,0 +1,132 @@
+package coderuntime
+
+import (
+	"context"
+	"time"
+)
+
+// Language names the language of a Request's code.
+type Language string
+
+// The languages the subprocess runtime knows.
+const (
+	Python3 Language = "python3"
+	Node    Language = "node"
+	Bash    Language = "bash"
+)
+
+// Defaults applied to zero fields of a Config (and through it, of a Request).
+const (
+	// DefaultTimeout bounds a run when neither the Request nor the Config says otherwise.
+	DefaultTimeout = 60 * time.Second
+	// DefaultOutputBytes is how many trailing bytes of each output stream a Result keeps.
+	DefaultOutputBytes = 64000
+)
+
+// Runtime runs model-written code. Implementations are safe for concurrent use.
+//
+// A code error (an uncaught exception, a syntax error, a non-zero exit, a timeout) is a
+// Result, never a Go error. Run returns a Go error only when the runtime itself fails: the
+// request is invalid (ErrInvalid), names a language the runtime does not offer
+// (ErrUnsupportedLanguage), the interpreter cannot be found or started
+// (ErrRuntimeUnavailable), the runtime is closed (ErrClosed), or ctx ended before the code
+// started. Every implementation must pass the contract suite in package runtimetest.
+type Runtime interface {
+	// Run runs req.Code to its end, its timeout, or ctx's end, whichever comes first, and
+	// ends every process the code started before it returns. When ctx ends during the run,
+	// the code is terminated (SIGTERM, then SIGKILL after the grace) and Run returns its
+	// Result with Cancelled set and a nil error, within the grace of ctx's end.
+	Run(ctx context.Context, req Request) (Result, error)
+	// Languages lists the languages Run can run now.
+	Languages() []Language
+	// Close ends every run still going and releases the runtime's resources. It is safe to
+	// call more than once; Run after Close fails with ErrClosed.
+	Close() error
+}
+
+// Request is one piece of code to run. Zero fields take the runtime's defaults.
+type Request struct {
+	// Language of Code; required.
+	Language Language
+	// Code is the program text, run as a file of the language (main.py, main.js, main.sh).
+	Code string
+	// Stdin, when non-nil, is written to the code's standard input, which is then closed.
+	// When nil, standard input is the null device: a read gets end-of-file at once.
+	Stdin []byte
+	// Timeout bounds the run; the Result then says TimedOut. 0 means the runtime's default.
+	Timeout time.Duration
+	// Grace is how long a terminated run has between SIGTERM and SIGKILL, and how long
+	// descendants that outlive the code may keep its output open. 0 means the runtime's
+	// default.
+	Grace time.Duration
+	// Env entries (NAME=VALUE) are set in the code's environment, over the runtime's
+	// credential-scrubbed base, and win.
+	Env []string
+	// Dir is the working directory. Empty means the run's private directory, which is removed
+	// when Run returns.
+	Dir string
+	// Interpreter overrides the program that runs Code: a name searched in the runtime's PATH
+	// or an absolute path. Empty means the runtime's choice for Language.
+	Interpreter string
+	// StdoutBytes and StderrBytes are how many trailing bytes of each stream the Result keeps;
+	// 0 means the runtime's default.
+	StdoutBytes, StderrBytes int
+	// SpillBytes, when > 0, also keeps each whole stream of at most that many bytes in a spill
+	// file (Output.SpillPath); 0 means the runtime's default.
+	SpillBytes int64
+}
+
+// Result is how a run ended.
+type Result struct {
+	Language Language
+	// ExitCode is the interpreter's exit status, or -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended the interpreter ("SIGKILL", "SIGTERM"), or "".
+	Signal string
+	// TimedOut: the Request's timeout expired and the run was terminated.
+	TimedOut bool
+	// Cancelled: Run's ctx ended during the run and the run was terminated.
+	Cancelled bool
+	// PipesHeld: processes the code started still held its output open after it exited; the
+	// result did not wait for them beyond the grace, and they were ended.
+	PipesHeld bool
+	// Duration is the run's wall time, from start to the settled result.
+	Duration time.Duration
+	// Stdout and Stderr are what the code wrote, each kept apart.
+	Stdout, Stderr Output
+	// Error is the uncaught exception or syntax error that ended the code, or nil. Runtimes
+	// report it for python3 and node; bash has no such notion.
+	Error *CodeError
+}
+
+// Output is what a run wrote to one stream.
+type Output struct {
+	// Tail is the end of the stream, at most the Request's byte budget. When the stream was
+	// truncated, Tail starts at a whole UTF-8 character: the continuation bytes of a character
+	// cut at the truncation edge are dropped. Other bytes, valid UTF-8 or not, are kept as
+	// the code wrote them.
+	Tail string
+	// TotalBytes counts every byte the stream produced.
+	TotalBytes int64
+	// Truncated: Tail is not the whole stream.
+	Truncated bool
+	// SpillPath, when set, is a private file holding the whole stream (see
+	// Request.SpillBytes). It outlives the run and the runtime: the caller removes it, and the
+	// private directory it is in.
+	SpillPath string
+}
+
+// CodeError is an uncaught exception or a syntax error, as the language reported it.
+type CodeError struct {
+	// Name is the exception's class: "ValueError", "SyntaxError", "TypeError".
+	Name string `json:"name"`
+	// Value is its message: "division by zero".
+	Value string `json:"value"`
+	// Traceback is the formatted traceback (Python) or stack (JavaScript), with file paths
+	// relative to the run's private directory (main.py, main.js) and the runtime's own frames
+	// left out.
+	Traceback string `json:"traceback"`
+}
+
+// String formats the error as the language's last traceback line does: "Name: Value".
+func (e *CodeError) String() string { return e.Name + ": " + e.Value }

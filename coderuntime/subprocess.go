@@ -1,0 +1,433 @@
+package coderuntime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Config configures a SubprocessRuntime. The zero value is ready to use: python3, node and
+// bash from the host's PATH, a DefaultTimeout, DefaultOutputBytes per stream, no spill file.
+type Config struct {
+	// Service configures the subprocess.Service the runtime creates and owns: the base
+	// environment (nil: the host's) and its credential scrub, the temp dir under which the
+	// private runtime root is made, the spill dir, the logger.
+	Service subprocess.Config
+	// Languages are the languages offered; nil means python3, node and bash.
+	Languages []Language
+	// Interpreters overrides the program per language: a name searched in the Service's
+	// scrubbed PATH, or an absolute path. Missing entries take "python3", "node", "bash".
+	Interpreters map[Language]string
+	// Timeout is a Request's default timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Grace is a Request's default grace; 0 means subprocess.DefaultGrace.
+	Grace time.Duration
+	// StdoutBytes and StderrBytes are a Request's default tail budgets; 0 means
+	// DefaultOutputBytes.
+	StdoutBytes, StderrBytes int
+	// SpillBytes is a Request's default spill cap; 0 means no spill file.
+	SpillBytes int64
+}
+
+// SubprocessRuntime runs code in local interpreters through a subprocess.Service: each run is
+// its own process tree, in its own private directory, with a scrubbed environment, the null
+// device (or the Request's bytes) as stdin, and bounded output. It is safe for concurrent use.
+type SubprocessRuntime struct {
+	svc          *subprocess.Service
+	langs        []Language
+	interpreters map[Language]string
+	timeout      time.Duration
+	grace        time.Duration
+	stdoutBytes  int
+	stderrBytes  int
+	spillBytes   int64
+	log          *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	runs   sync.WaitGroup // runs between the closed check and their return
+}
+
+var _ Runtime = (*SubprocessRuntime)(nil)
+
+// New checks cfg and creates the runtime and its Service (and so its private runtime root).
+// Errors wrap ErrInvalid or ErrUnsupportedLanguage (a *RequestError naming the Config field),
+// or the Service's creation failure.
+func New(cfg Config) (*SubprocessRuntime, error) {
+	r := &SubprocessRuntime{
+		interpreters: map[Language]string{},
+		timeout:      cmp.Or(cfg.Timeout, DefaultTimeout),
+		grace:        cmp.Or(cfg.Grace, subprocess.DefaultGrace),
+		stdoutBytes:  cmp.Or(cfg.StdoutBytes, DefaultOutputBytes),
+		stderrBytes:  cmp.Or(cfg.StderrBytes, DefaultOutputBytes),
+		spillBytes:   cfg.SpillBytes,
+		log:          cfg.Service.Logger,
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return nil, invalid("Config.Timeout", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Timeout))
+	case cfg.Grace < 0:
+		return nil, invalid("Config.Grace", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Grace))
+	case cfg.StdoutBytes < 0 || cfg.StderrBytes < 0:
+		return nil, invalid("Config.StdoutBytes", "output budgets must not be negative; use 0 for the default")
+	case cfg.SpillBytes < 0:
+		return nil, invalid("Config.SpillBytes", "must not be negative; use 0 for no spill file")
+	}
+	langs := cfg.Languages
+	if langs == nil {
+		langs = knownLanguages()
+	}
+	for _, l := range langs {
+		if _, ok := lookupLanguage(l); !ok {
+			return nil, unsupported("Config.Languages", l)
+		}
+		if !slices.Contains(r.langs, l) {
+			r.langs = append(r.langs, l)
+		}
+	}
+	for l, name := range cfg.Interpreters {
+		if _, ok := lookupLanguage(l); !ok {
+			return nil, unsupported("Config.Interpreters", l)
+		}
+		if name != "" {
+			r.interpreters[l] = name
+		}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	svc, err := subprocess.New(cfg.Service)
+	if err != nil {
+		return nil, &Error{Op: "new", Err: err}
+	}
+	r.svc = svc
+	return r, nil
+}
+
+func unsupported(field string, l Language) error {
+	return &RequestError{Field: field, Kind: ErrUnsupportedLanguage,
+		Err: fmt.Errorf("%q is not one of %v", l, knownLanguages())}
+}
+
+// Languages lists the offered languages whose interpreter resolves now, in the order python3,
+// node, bash (as far as offered).
+func (r *SubprocessRuntime) Languages() []Language {
+	var out []Language
+	for _, l := range r.langs {
+		if _, err := r.svc.ResolveExecutable(r.interpreter(l, "")); err == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (r *SubprocessRuntime) interpreter(l Language, override string) string {
+	if override != "" {
+		return override
+	}
+	if name, ok := r.interpreters[l]; ok {
+		return name
+	}
+	lang, _ := lookupLanguage(l)
+	return lang.interpreter
+}
+
+// Close ends every run still going (each returns ErrClosed with what it did), removes the
+// runtime root, and waits for the runs to return. It is safe to call more than once.
+func (r *SubprocessRuntime) Close() error { return r.Shutdown(context.Background()) }
+
+// Shutdown is Close bounded by ctx.
+func (r *SubprocessRuntime) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	err := r.svc.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() {
+		r.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("runs still returning: %w", ctx.Err()))
+	}
+	if err != nil {
+		return &Error{Op: "close", Err: err}
+	}
+	return nil
+}
+
+func (r *SubprocessRuntime) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.runs.Add(1)
+	return true
+}
+
+func (r *SubprocessRuntime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// Run runs req; see Runtime.Run. The code runs in a fresh directory under the Service's
+// runtime root (0700; the code file 0600), which is its working directory unless req.Dir says
+// otherwise and which is removed before Run returns, whatever the outcome. When the code has
+// exited, whatever it left running (background jobs, daemons that escaped with setsid) is
+// ended too: SIGTERM, then SIGKILL after the grace.
+//
+// Run returns within timeout + grace (+ the time to start the interpreter), and within the
+// grace of ctx's end. When the runtime is closed during the run, Run returns what the run did
+// with an error wrapping ErrClosed.
+func (r *SubprocessRuntime) Run(ctx context.Context, req Request) (Result, error) {
+	lang, err := r.check(req)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, &Error{Op: "run", Language: req.Language, Err: err}
+	}
+	if !r.enter() {
+		return Result{}, &Error{Op: "run", Language: req.Language, Err: ErrClosed}
+	}
+	defer r.runs.Done()
+	name := r.interpreter(req.Language, req.Interpreter)
+	path, err := r.resolve(req.Language, name)
+	if err != nil {
+		return Result{}, err
+	}
+	dir, err := os.MkdirTemp(r.svc.RuntimeRoot(), "run-") // 0700
+	if err != nil {
+		return Result{}, r.fail("prepare", req.Language, err)
+	}
+	res, err := r.run(ctx, req, lang, path, dir)
+	if rmErr := os.RemoveAll(dir); rmErr != nil && !r.isClosed() {
+		err = errors.Join(err, &Error{Op: "cleanup", Language: req.Language, Err: rmErr})
+	}
+	if err == nil && r.isClosed() {
+		err = &Error{Op: "run", Language: req.Language, Err: ErrClosed}
+	}
+	return res, err
+}
+
+// fail wraps err, as ErrClosed when the runtime was closed under the run.
+func (r *SubprocessRuntime) fail(op string, l Language, err error) error {
+	if r.isClosed() {
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return &Error{Op: op, Language: l, Err: err}
+}
+
+// check validates req and returns its language.
+func (r *SubprocessRuntime) check(req Request) (language, error) {
+	if req.Language == "" {
+		return language{}, invalid("Language", fmt.Sprintf("no language given; one of %v", r.langs))
+	}
+	lang, ok := lookupLanguage(req.Language)
+	if !ok || !slices.Contains(r.langs, req.Language) {
+		return language{}, &RequestError{Field: "Language", Kind: ErrUnsupportedLanguage,
+			Err: fmt.Errorf("%q is not one of %v", req.Language, r.langs)}
+	}
+	switch {
+	case req.Timeout < 0:
+		return language{}, invalid("Timeout", fmt.Sprintf("%v is negative; use 0 for the default", req.Timeout))
+	case req.Grace < 0:
+		return language{}, invalid("Grace", fmt.Sprintf("%v is negative; use 0 for the default", req.Grace))
+	case req.StdoutBytes < 0:
+		return language{}, invalid("StdoutBytes", "must not be negative; use 0 for the default")
+	case req.StderrBytes < 0:
+		return language{}, invalid("StderrBytes", "must not be negative; use 0 for the default")
+	case req.SpillBytes < 0:
+		return language{}, invalid("SpillBytes", "must not be negative; use 0 for the default")
+	case strings.ContainsRune(req.Interpreter, 0):
+		return language{}, invalid("Interpreter", "contains a NUL byte")
+	}
+	for i, kv := range req.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "":
+			return language{}, invalid("Env", fmt.Sprintf("entry %d %q is not NAME=VALUE", i, kv))
+		case strings.ContainsRune(kv, 0):
+			return language{}, invalid("Env", fmt.Sprintf("entry %d (%s) contains a NUL byte", i, name))
+		}
+	}
+	if req.Dir != "" {
+		if fi, err := os.Stat(req.Dir); err != nil {
+			return language{}, invalid("Dir", err.Error())
+		} else if !fi.IsDir() {
+			return language{}, invalid("Dir", req.Dir+" is not a directory")
+		}
+	}
+	return lang, nil
+}
+
+// resolve finds the interpreter the way the Service will run it.
+func (r *SubprocessRuntime) resolve(l Language, name string) (string, error) {
+	path, err := r.svc.ResolveExecutable(name)
+	if err == nil {
+		return path, nil
+	}
+	if errors.Is(err, subprocess.ErrInvalid) {
+		return "", &RequestError{Field: "Interpreter", Kind: ErrInvalid, Err: err}
+	}
+	return "", &UnavailableError{Language: l, Interpreter: name, Searched: r.searched(name), Err: err}
+}
+
+// searched lists where ResolveExecutable looked for name: the one path it names, or the
+// absolute directories of the scrubbed PATH (relative ones are never searched).
+func (r *SubprocessRuntime) searched(name string) []string {
+	if strings.ContainsAny(name, "/"+string(filepath.Separator)) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(r.svc.Cwd(), name)
+		}
+		return []string{name}
+	}
+	var path string
+	for _, kv := range r.svc.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "PATH" || (runtime.GOOS == "windows" && strings.EqualFold(k, "PATH")) {
+			path = v
+		}
+	}
+	var dirs []string
+	for _, d := range filepath.SplitList(path) {
+		if d != "" && filepath.IsAbs(d) && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// run prepares the run directory, spawns the interpreter and gathers the result.
+//
+//	<dir>/            0700, removed by Run
+//	  prelude.py|js   0600, the language's prelude (python3, node)
+//	  error.json      written by the prelude on an uncaught exception or syntax error
+//	  work/           0700, the code's working directory (unless req.Dir)
+//	    main.py|js|sh 0600, the code
+func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language, path, dir string) (Result, error) {
+	out := Result{Language: req.Language}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return out, r.fail("prepare", req.Language, err)
+	}
+	codePath := filepath.Join(work, lang.codeFile)
+	if err := writePrivate(codePath, req.Code); err != nil {
+		return out, r.fail("prepare", req.Language, err)
+	}
+	errPath := filepath.Join(dir, "error.json")
+	var preludePath string
+	if lang.preludeFile != "" {
+		preludePath = filepath.Join(dir, lang.preludeFile)
+		if err := writePrivate(preludePath, lang.prelude(codePath, errPath)); err != nil {
+			return out, r.fail("prepare", req.Language, err)
+		}
+	}
+	spec := subprocess.Spec{
+		Path: path, Args: lang.args(preludePath, codePath),
+		Dir:     cmp.Or(req.Dir, work),
+		Env:     append(slices.Clip(lang.env), req.Env...),
+		Timeout: cmp.Or(req.Timeout, r.timeout),
+		Grace:   cmp.Or(req.Grace, r.grace),
+		Stdout:  subprocess.Output{TailBytes: cmp.Or(req.StdoutBytes, r.stdoutBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
+		Stderr:  subprocess.Output{TailBytes: cmp.Or(req.StderrBytes, r.stderrBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
+	}
+	if req.Stdin != nil {
+		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: req.Stdin}
+	}
+	h, err := r.svc.Spawn(ctx, spec)
+	if err != nil {
+		return out, r.spawnError(req.Language, path, err)
+	}
+	defer h.Close()
+
+	res, cancelled, err := r.wait(ctx, h, spec.Grace)
+	out.ExitCode, out.Signal, out.TimedOut, out.Cancelled = res.ExitCode, res.Signal, res.TimedOut, cancelled
+	out.PipesHeld, out.Duration = res.PipesHeld, res.Duration
+	out.Stdout, out.Stderr = output(res.Stdout), output(res.Stderr)
+	if lang.preludeFile != "" {
+		ce, rerr := readCodeError(errPath, workPrefixes(work))
+		if rerr != nil {
+			r.log.Warn("coderuntime: error report unreadable", "language", req.Language, "err", rerr)
+		}
+		out.Error = ce
+	}
+	if err != nil {
+		return out, r.fail("cleanup", req.Language, err)
+	}
+	return out, nil
+}
+
+// wait returns the settled result and whether ctx's end cut the run short. Whatever way the
+// run ended, it then ends what the code left behind, so nothing outlives Run.
+func (r *SubprocessRuntime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, bool, error) {
+	// Enough for SIGTERM, the grace, SIGKILL, the kill wait and a drain grace.
+	bound, cancel := context.WithTimeout(context.Background(), 2*grace+killWaitBound)
+	defer cancel()
+	res, err := h.Wait(ctx)
+	cancelled := false
+	var errs []error
+	if err != nil {
+		select {
+		case <-h.Done(): // it ended on its own as ctx ended
+		default:
+			cancelled = true
+		}
+		errs = append(errs, h.Terminate(bound))
+		if res, err = h.Wait(bound); err != nil {
+			return res, cancelled, errors.Join(append(errs, err)...)
+		}
+	}
+	// Whatever the code left running, including setsid daemons that left its group.
+	errs = append(errs, h.Terminate(bound))
+	return res, cancelled, errors.Join(errs...)
+}
+
+// killWaitBound covers the Service's wait after SIGKILL plus scheduling slack.
+const killWaitBound = 15 * time.Second
+
+func (r *SubprocessRuntime) spawnError(l Language, path string, err error) error {
+	switch {
+	case errors.Is(err, subprocess.ErrClosed):
+		return &Error{Op: "run", Language: l, Err: fmt.Errorf("%w: %w", ErrClosed, err)}
+	case errors.Is(err, subprocess.ErrNotFound), errors.Is(err, subprocess.ErrPermission):
+		return &UnavailableError{Language: l, Interpreter: path, Searched: []string{path}, Err: err}
+	}
+	return r.fail("spawn", l, err)
+}
+
+// writePrivate creates path (it must not exist) with mode 0600 and writes s.
+func writePrivate(path, s string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	return errors.Join(err, f.Close())
+}
+
+// workPrefixes are the spellings of the work directory, with a trailing separator, that may
+// appear in an interpreter's file paths (node reports the real path, after symlinks).
+func workPrefixes(work string) []string {
+	sep := string(filepath.Separator)
+	out := []string{work + sep}
+	if real, err := filepath.EvalSymlinks(work); err == nil && real != work {
+		out = append(out, real+sep)
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+// Package lsp launches a language server through a subprocess.Service and speaks the
+// Language Server Protocol to it over stdio, from launch to a confirmed-quiet teardown.
+//
+// Start spawns the server as a process tree of its own (on POSIX, its own process group) with
+// stdin and stdout piped, stderr collected as a bounded tail (and, when asked, a bounded spill
+// file), the Service's credential-scrubbed environment, and the workspace root as its working
+// directory. It then sends initialize (processId is this process, rootUri and the one
+// workspace folder are the root, the capabilities are DefaultCapabilities unless the Config
+// gives its own) and initialized, and returns a Client holding the server's capabilities and
+// serverInfo.
+//
+// Messages are JSON-RPC 2.0 in Content-Length frames (internal/framing): header names are
+// case-insensitive, Content-Type is ignored, and a frame over Config.MaxFrameBytes (64 MiB by
+// default) fails the connection with ErrFrameTooLarge instead of being read. One goroutine
+// reads, one writes. The reader never waits for a consumer: notifications go to a bounded queue
+// served by Config.OnNotification on a goroutine of its own (when it falls behind, new ones
+// are dropped and counted), publishDiagnostics is also stored per URI (Diagnostics,
+// WaitDiagnostics), and every request from the server is answered on a goroutine of its own.
+// Requests the server may send before initialize is even answered are handled by default:
+// workspace/configuration from Config.Settings, null for window/workDoneProgress/create,
+// client/registerCapability, client/unregisterCapability and window/showMessageRequest, the
+// root for workspace/workspaceFolders, MethodNotFound for anything else; Config.Handlers
+// overrides any of them.
+//
+// Call takes a context: when it ends first, the client sends $/cancelRequest and returns. When
+// the server dies, every pending call fails at once with a *ServerExitError carrying its exit
+// code or signal and the tail of its stderr, Done is closed and Err returns the same error. When
+// the server writes something that is not a frame to its stdout, or a frame over the cap,
+// pending calls fail at once with a *ConnError, and the client terminates the server.
+//
+// Shutdown sends shutdown (bounded by Config.ShutdownTimeout) and exit, closes stdin, waits
+// up to Config.Grace for the whole tree to leave, then terminates it (SIGTERM, grace,
+// SIGKILL), and reports how the server ended (clean, terminated, killed, crashed), its exit
+// status and its stderr. It returns only once no process of the tree and no goroutine of the
+// Client is left. Shutdown and Close are safe to call more than once.
+package lsp
