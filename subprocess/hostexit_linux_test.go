@@ -3,7 +3,6 @@ package subprocess_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,27 +15,7 @@ import (
 
 	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess"
 )
-
-// hostModeVar makes the test binary act as a host that spawns a sleep, prints its pid and
-// waits to be killed.
-const hostModeVar = "SUBKIT_TEST_HOST_MODE"
-
-func hostMode(mode string) {
-	svc, err := subprocess.New(subprocess.Config{KillOnHostExit: mode == "kill-on-host-exit"})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "sleep", Args: []string{"1000"}})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println(h.Pid())
-	select {}
-}
 
 // hostedSleep runs the test binary as a host in mode, kills the host with SIGKILL and
 // returns the identity of the sleep it had spawned.

@@ -2,6 +2,7 @@ package subprocess_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -73,4 +74,23 @@ func run(t *testing.T, svc *subprocess.Service, spec subprocess.Spec) subprocess
 
 func sh(script string) subprocess.Spec {
 	return subprocess.Spec{Path: "bash", Args: []string{"-c", script}}
+}
+
+// hostModeVar makes the test binary act as a host that spawns a sleep, prints its pid and
+// waits to be killed.
+const hostModeVar = "SUBKIT_TEST_HOST_MODE"
+
+func hostMode(mode string) {
+	svc, err := subprocess.New(subprocess.Config{KillOnHostExit: mode == "kill-on-host-exit"})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "sleep", Args: []string{"1000"}})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(h.Pid())
+	select {}
 }
