@@ -81,12 +81,12 @@ const nFixed = 11
 
 // Parse reads the output of ps run with Args: one process per line, in
 // Columns order. Empty lines are skipped, and so is a header line (one whose
-// first token is "PID"). Trailing spaces and a carriage return are trimmed
+// first token is "PID") when it is the first non-empty line. Trailing spaces and a carriage return are trimmed
 // from comm. Parse never panics; a line it cannot read gives a *ParseError
 // naming the line.
 func Parse(out []byte) ([]Record, error) {
 	var recs []Record
-	lineNo := 0
+	lineNo, first := 0, true
 	for len(out) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(out, '\n'); i >= 0 {
@@ -99,8 +99,10 @@ func Parse(out []byte) ([]Record, error) {
 			continue
 		}
 		rec, err := parseLine(line)
+		wasFirst := first
+		first = false
 		if err != nil {
-			if lineNo == 1 && errors.Is(err, errHeader) {
+			if wasFirst && errors.Is(err, errHeader) {
 				continue
 			}
 			text := line
@@ -114,7 +116,8 @@ func Parse(out []byte) ([]Record, error) {
 	return recs, nil
 }
 
-var errHeader = errors.New("header line")
+// errHeader marks a header line: skipped as the first non-empty line, malformed elsewhere.
+var errHeader = fmt.Errorf("%w: a header line where a process was expected", ErrMalformed)
 
 func parseLine(line []byte) (Record, error) {
 	if h := bytes.TrimLeft(line, " \t"); bytes.HasPrefix(h, []byte("PID")) && (len(h) == 3 || h[3] == ' ' || h[3] == '\t') {
