@@ -27,29 +27,14 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	if capSpawn == levelUnsupported {
 		return nil, &Error{Op: "spawn", Name: spec.Path, Kind: ErrUnsupported, Err: errors.New("no process-tree backend for " + platformName)}
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, &Error{Op: "spawn", Name: spec.Path, Kind: ErrClosed}
-	}
-	s.inflight.Add(1)
-	s.mu.Unlock()
-	defer s.inflight.Done()
-
-	env := mergeEnv(s.env, spec.Env, s.rules)
-	path, err := s.resolve(spec.Path, env)
+	done, err := s.admit("spawn", spec.Path)
 	if err != nil {
 		return nil, err
 	}
-	dir := spec.Dir
-	if dir == "" {
-		dir = s.cwd
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return nil, &Error{Op: "spawn", Name: spec.Path, Kind: ErrNotFound,
-			Err: fmt.Errorf("working directory: %w", err)}
-	} else if !fi.IsDir() {
-		return nil, invalid("spawn", "Dir", dir+" is not a directory")
+	defer done()
+	path, dir, env, err := s.locate("spawn", spec.Path, spec.Dir, spec.Env)
+	if err != nil {
+		return nil, err
 	}
 
 	grace := spec.Grace
@@ -107,6 +92,36 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		return cmd.ProcessState, err
 	}, spec.Timeout)
 	return h, nil
+}
+
+// admit counts a spawn in flight unless the Service is closed; done ends the count once the
+// new tree is registered, so Close never misses it.
+func (s *Service) admit(op, name string) (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, &Error{Op: op, Name: name, Kind: ErrClosed}
+	}
+	s.inflight.Add(1)
+	return s.inflight.Done, nil
+}
+
+// locate merges the environment, resolves the program against its PATH and checks the
+// working directory (empty: the Service's cwd).
+func (s *Service) locate(op, name, dir string, extraEnv []string) (path, wd string, env []string, err error) {
+	env = mergeEnv(s.env, extraEnv, s.rules)
+	if path, err = s.resolve(name, env); err != nil {
+		return "", "", nil, err
+	}
+	if dir == "" {
+		dir = s.cwd
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return "", "", nil, &Error{Op: op, Name: name, Kind: ErrNotFound, Err: fmt.Errorf("working directory: %w", err)}
+	} else if !fi.IsDir() {
+		return "", "", nil, invalid(op, "Dir", dir+" is not a directory")
+	}
+	return path, dir, env, nil
 }
 
 // stdio holds the descriptors made for one spawn until they are handed over.

@@ -3,7 +3,6 @@ package subprocess
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -89,28 +88,14 @@ func (s *Service) SpawnTerminal(ctx context.Context, spec TerminalSpec) (*Termin
 		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Kind: ErrUnsupported,
 			Err: fmt.Errorf("no terminals on %s", platformName)}
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Kind: ErrClosed}
-	}
-	s.inflight.Add(1)
-	s.mu.Unlock()
-	defer s.inflight.Done()
-
-	env := mergeEnv(s.env, spec.Env, s.rules)
-	path, err := s.resolve(spec.Path, env)
+	done, err := s.admit("spawn terminal", spec.Path)
 	if err != nil {
 		return nil, err
 	}
-	dir := spec.Dir
-	if dir == "" {
-		dir = s.cwd
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Kind: ErrNotFound, Err: fmt.Errorf("working directory: %w", err)}
-	} else if !fi.IsDir() {
-		return nil, invalid("spawn terminal", "Dir", dir+" is not a directory")
+	defer done()
+	path, dir, env, err := s.locate("spawn terminal", spec.Path, spec.Dir, spec.Env)
+	if err != nil {
+		return nil, err
 	}
 	if spec.Cols == 0 {
 		spec.Cols = DefaultCols

@@ -68,14 +68,7 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	)
 	fs.Var(&env, "env", "NAME=VALUE set in the command's environment (repeatable)")
 	fail := func(kind string, code int, err error) int {
-		if *asJSON {
-			return reportError(stdout, stderr, true, kind, code, err)
-		}
-		fmt.Fprintf(stderr, "subkit: %v\n", err)
-		if code == exitUsage {
-			fmt.Fprintln(stderr, `run "subkit bash -h" for usage`)
-		}
-		return code
+		return reportError(stdout, stderr, *asJSON, "bash", kind, code, err)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -137,15 +130,8 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "subkit: %v\n", cerr)
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, bash.ErrInvalid):
-			return fail("invalid", exitUsage, err)
-		case errors.Is(err, bash.ErrNotFound):
-			return fail("not_found", exitNotFound, err)
-		case errors.Is(err, bash.ErrPermission):
-			return fail("permission", exitNotExec, err)
-		}
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	if *asJSON {
 		out := bashOutput{

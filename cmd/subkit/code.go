@@ -61,17 +61,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		asJSON      = fs.Bool("json", false, "print one JSON object")
 	)
 	fail := func(kind string, code int, err error) int {
-		if *asJSON {
-			var out errorOutput
-			out.Error.Kind, out.Error.Message = kind, err.Error()
-			writeJSON(stdout, out)
-			return code
-		}
-		fmt.Fprintf(stderr, "subkit: %v\n", err)
-		if code == exitUsage {
-			fmt.Fprintln(stderr, `run "subkit code -h" for usage`)
-		}
-		return code
+		return reportError(stdout, stderr, *asJSON, "code", kind, code, err)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,18 +142,8 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	io.WriteString(stdout, res.Stdout.Tail)
 	io.WriteString(stderr, res.Stderr.Tail)
-	for _, s := range []struct {
-		name string
-		o    coderuntime.Output
-	}{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
-		if s.o.Truncated {
-			fmt.Fprintf(stderr, "\n[subkit: %s truncated: showing the last %d of %d bytes", s.name, len(s.o.Tail), s.o.TotalBytes)
-			if s.o.SpillPath != "" {
-				fmt.Fprintf(stderr, "; the whole stream is in %s", s.o.SpillPath)
-			}
-			fmt.Fprintln(stderr, "]")
-		}
-	}
+	noteTruncated(stderr, "stdout", res.Stdout.Truncated, len(res.Stdout.Tail), res.Stdout.TotalBytes, res.Stdout.SpillPath)
+	noteTruncated(stderr, "stderr", res.Stderr.Truncated, len(res.Stderr.Tail), res.Stderr.TotalBytes, res.Stderr.SpillPath)
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(stderr, "[subkit: timed out after %v; the run was terminated]\n", *timeout)

@@ -57,13 +57,6 @@ type streamOutput struct {
 	SpillPath  string `json:"spill_path"`
 }
 
-type errorOutput struct {
-	Error struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -79,7 +72,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	)
 	fs.Var(&env, "env", "NAME=VALUE set in the child's environment (repeatable)")
 	fail := func(kind string, code int, err error) int {
-		return reportError(stdout, stderr, *asJSON, kind, code, err)
+		return reportError(stdout, stderr, *asJSON, "exec", kind, code, err)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,15 +120,8 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer svc.Close()
 	h, err := svc.Spawn(ctx, spec)
 	if err != nil {
-		switch {
-		case errors.Is(err, subprocess.ErrNotFound):
-			return fail("not_found", exitNotFound, err)
-		case errors.Is(err, subprocess.ErrPermission):
-			return fail("permission", exitNotExec, err)
-		case errors.Is(err, subprocess.ErrInvalid):
-			return fail("invalid", exitUsage, err)
-		}
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	defer h.Close()
 	res, err := h.Wait(ctx)
@@ -160,18 +146,8 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	stdout.Write(res.Stdout.Tail)
 	stderr.Write(res.Stderr.Tail)
-	for _, s := range []struct {
-		name string
-		r    subprocess.StreamResult
-	}{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
-		if s.r.Truncated {
-			fmt.Fprintf(stderr, "\n[subkit: %s truncated: showing the last %d of %d bytes", s.name, len(s.r.Tail), s.r.TotalBytes)
-			if s.r.SpillPath != "" {
-				fmt.Fprintf(stderr, "; the whole stream is in %s", s.r.SpillPath)
-			}
-			fmt.Fprintln(stderr, "]")
-		}
-	}
+	noteTruncated(stderr, "stdout", res.Stdout.Truncated, len(res.Stdout.Tail), res.Stdout.TotalBytes, res.Stdout.SpillPath)
+	noteTruncated(stderr, "stderr", res.Stderr.Truncated, len(res.Stderr.Tail), res.Stderr.TotalBytes, res.Stderr.SpillPath)
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(stderr, "[subkit: timed out after %v; the tree was terminated]\n", *timeout)
@@ -191,20 +167,6 @@ func streamJSON(r subprocess.StreamResult) streamOutput {
 		}
 	}
 	return streamOutput{Tail: string(tail), TotalBytes: r.TotalBytes, Truncated: r.Truncated, SpillPath: r.SpillPath}
-}
-
-func reportError(stdout, stderr io.Writer, asJSON bool, kind string, code int, err error) int {
-	if asJSON {
-		var out errorOutput
-		out.Error.Kind, out.Error.Message = kind, err.Error()
-		writeJSON(stdout, out)
-	} else {
-		fmt.Fprintf(stderr, "subkit: %v\n", err)
-		if code == exitUsage {
-			fmt.Fprintln(stderr, `run "subkit exec -h" for usage`)
-		}
-	}
-	return code
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -178,13 +178,8 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		},
 	})
 	if err != nil {
-		switch {
-		case errors.Is(err, subprocess.ErrNotFound):
-			return fail("not_found", exitNotFound, err)
-		case errors.Is(err, subprocess.ErrPermission):
-			return fail("permission", exitNotExec, err)
-		case errors.Is(err, subprocess.ErrInvalid):
-			return fail("invalid", exitUsage, err)
+		if kind, code := startFailure(err); kind != "internal" {
+			return fail(kind, code, err)
 		}
 		out := lspOutput{Diagnostics: []lspDiagnostic{}, Error: lspFailure(ctx, err)}
 		var exit *lsp.ServerExitError

@@ -56,7 +56,7 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		asJSON  = fs.Bool("json", false, "with --script: print one JSON object")
 	)
 	fail := func(kind string, code int, err error) int {
-		return reportError(stdout, stderr, *asJSON, kind, code, err)
+		return reportError(stdout, stderr, *asJSON, "term", kind, code, err)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,7 +104,8 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	term, err := svc.SpawnTerminal(ctx, spec)
 	if err != nil {
-		return fail(spawnKind(err))
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	defer term.Close()
 	out := runScript(ctx, term, lines, *timeout)
@@ -114,19 +115,6 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		io.WriteString(stdout, out.Transcript)
 	}
 	return 0
-}
-
-// spawnKind maps a spawn error to the CLI's error kind and exit status.
-func spawnKind(err error) (string, int, error) {
-	switch {
-	case errors.Is(err, subprocess.ErrNotFound):
-		return "not_found", exitNotFound, err
-	case errors.Is(err, subprocess.ErrPermission):
-		return "permission", exitNotExec, err
-	case errors.Is(err, subprocess.ErrInvalid):
-		return "invalid", exitUsage, err
-	}
-	return "internal", exitFailure, err
 }
 
 // quiet is how long the output must rest before the next scripted line is typed.

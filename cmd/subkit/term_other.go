@@ -11,6 +11,6 @@ import (
 
 func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.TerminalSpec, stdin io.Reader, stdout, stderr io.Writer) int {
 	_, err := svc.SpawnTerminal(ctx, spec)
-	kind, code, err := spawnKind(err)
-	return reportError(stdout, stderr, false, kind, code, err)
+	kind, code := startFailure(err)
+	return reportError(stdout, stderr, false, "term", kind, code, err)
 }

@@ -33,8 +33,8 @@ func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.T
 	}
 	term, err := svc.SpawnTerminal(ctx, spec)
 	if err != nil {
-		kind, code, err := spawnKind(err)
-		return reportError(stdout, stderr, false, kind, code, err)
+		kind, code := startFailure(err)
+		return reportError(stdout, stderr, false, "term", kind, code, err)
 	}
 	defer term.Close()
 	if saved, err := unix.IoctlGetTermios(fd, ioctlGetTermios); err == nil && fd >= 0 {

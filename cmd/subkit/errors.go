@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+type errorOutput struct {
+	Error struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// reportError says why command could not run: {"error":{"kind","message"}} under --json,
+// else a message on stderr (with a pointer to the usage for bad flags). It returns code.
+func reportError(stdout, stderr io.Writer, asJSON bool, command, kind string, code int, err error) int {
+	if asJSON {
+		var out errorOutput
+		out.Error.Kind, out.Error.Message = kind, err.Error()
+		writeJSON(stdout, out)
+		return code
+	}
+	fmt.Fprintf(stderr, "subkit: %v\n", err)
+	if code == exitUsage {
+		fmt.Fprintf(stderr, "run \"subkit %s -h\" for usage\n", command)
+	}
+	return code
+}
+
+// startFailure maps an error from starting a program (the Service's kinds, which the bash
+// executor, the lsp client and the code runtime pass on) to the error kind and exit status
+// every command uses.
+func startFailure(err error) (kind string, code int) {
+	switch {
+	case errors.Is(err, subprocess.ErrNotFound):
+		return "not_found", exitNotFound
+	case errors.Is(err, subprocess.ErrPermission):
+		return "permission", exitNotExec
+	case errors.Is(err, subprocess.ErrInvalid):
+		return "invalid", exitUsage
+	}
+	return "internal", exitFailure
+}
+
+// noteTruncated tells on stderr that a stream's tail is not the whole stream, and where the
+// whole stream is when a spill file kept it.
+func noteTruncated(w io.Writer, stream string, truncated bool, shown int, total int64, spill string) {
+	if !truncated {
+		return
+	}
+	fmt.Fprintf(w, "\n[subkit: %s truncated: showing the last %d of %d bytes", stream, shown, total)
+	if spill != "" {
+		fmt.Fprintf(w, "; the whole stream is in %s", spill)
+	}
+	fmt.Fprintln(w, "]")
+}
