@@ -57,7 +57,6 @@ type bashOutput struct {
 // cmdBash is `subkit bash`.
 func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bash", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		config    = fs.String("config", "", "executor configuration file (JSON or YAML)")
 		timeout   = fs.Duration("timeout", 0, "foreground timeout (0: the configuration's timeoutMs)")
@@ -70,13 +69,9 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "bash", kind, code, err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, bashUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, bashUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {

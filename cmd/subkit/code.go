@@ -50,7 +50,6 @@ type codeOutput struct {
 
 func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("code", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		lang        = fs.String("lang", "", "language: python3, node or bash (required)")
 		timeout     = fs.Duration("timeout", coderuntime.DefaultTimeout, "terminate the run after this long")
@@ -63,13 +62,9 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "code", kind, code, err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, codeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, codeUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {

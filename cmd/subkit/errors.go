@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -57,4 +58,18 @@ func noteTruncated(w io.Writer, stream string, truncated bool, shown int, total 
 		fmt.Fprintf(w, "; the whole stream is in %s", spill)
 	}
 	fmt.Fprintln(w, "]")
+}
+
+// parseFlags parses args with fs. For -h it prints usage and the flags to stdout and reports
+// help, which ends the command with status 0.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (help bool, err error) {
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return true, nil
+	}
+	return false, err
 }

@@ -59,7 +59,6 @@ type streamOutput struct {
 
 func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		dir        = fs.String("dir", "", "working directory (default: the current one)")
 		env        stringList
@@ -74,13 +73,9 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "exec", kind, code, err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, execUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, execUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {

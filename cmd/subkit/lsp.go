@@ -102,7 +102,6 @@ func parseHoverAt(s string) (lspHoverAt, error) {
 // cmdLsp is `subkit lsp`.
 func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lsp", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		root     = fs.String("root", ".", "workspace root: the server's working directory and rootUri")
 		opens    stringList
@@ -127,13 +126,9 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, lspUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, lspUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	var hoverAt *lspHoverAt

@@ -47,7 +47,6 @@ type termOutput struct {
 
 func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("term", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		cols    = fs.Int("cols", 0, "terminal width (default: this terminal's, else 80)")
 		rows    = fs.Int("rows", 0, "terminal height (default: this terminal's, else 24)")
@@ -58,13 +57,9 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "term", kind, code, err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, termUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, termUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {
