@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -92,6 +93,10 @@ func (t posixTree) both(sig syscall.Signal) error {
 		err = serr
 	}
 	return err
+}
+
+func (t posixTree) finish(ctx context.Context, grace time.Duration) error {
+	return t.t.Finish(ctx, grace)
 }
 
 func (t posixTree) alive() bool                        { return t.t.Alive() }

@@ -180,6 +180,16 @@ func (h *Handle) escalate(run *termRun) {
 		}
 		cancel()
 	}
+	// Escaped processes may have started others while they were being ended.
+	if f, ok := h.tree.(interface {
+		finish(context.Context, time.Duration) error
+	}); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), killWait+h.grace)
+		if err := f.finish(ctx, h.grace); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
 	if len(errs) > 0 {
 		run.err = &Error{Op: "terminate", Name: h.argv[0], Err: errors.Join(errs...)}
 	}

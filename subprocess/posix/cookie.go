@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 
@@ -64,6 +65,11 @@ func (c *Cookie) Find(ctx context.Context, skipPgid int) ([]procinspect.Identity
 			continue
 		}
 		env, err := procinspect.Environ(ctx, p.Pid)
+		if err == nil && len(env) == 0 && !p.Zombie {
+			// A process in the middle of execve reads as empty for a moment.
+			time.Sleep(time.Millisecond)
+			env, err = procinspect.Environ(ctx, p.Pid)
+		}
 		if err != nil {
 			continue // gone, or not ours to read
 		}
@@ -86,33 +92,54 @@ func CookieFromEnv(entry string) *Cookie {
 	return &Cookie{name: name}
 }
 
+// sweepRounds bounds SweepCookie: each round ends what one read of the table found, and a
+// round is needed again only when those processes started others meanwhile.
+const sweepRounds = 5
+
 // SweepCookie ends every process carrying c: SIGTERM (and SIGCONT), then SIGKILL to those
-// left after grace, all identity-fenced. It returns once they are gone or ctx ends.
+// left after grace, all identity-fenced. Processes may start others while they are being
+// ended, so it looks again until a read of the table finds none (at most sweepRounds). It
+// returns once they are gone or ctx ends.
 func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
-	found, err := c.Find(ctx, 0)
-	if err != nil || len(found) == 0 {
-		return err
+	for range sweepRounds {
+		found, err := c.Find(ctx, 0)
+		if err != nil || len(found) == 0 {
+			return err
+		}
+		if err := endAll(ctx, found, grace); err != nil {
+			return err
+		}
 	}
-	SignalAll(ctx, found, unix.SIGTERM)
-	SignalAll(ctx, found, unix.SIGCONT)
+	found, err := c.Find(ctx, 0)
+	if err == nil && len(found) > 0 {
+		err = fmt.Errorf("posix: processes carrying %s keep appearing after %d sweeps: %v", c.name, sweepRounds, found)
+	}
+	return err
+}
+
+// endAll sends SIGTERM (and SIGCONT) to ids, then SIGKILL to those left after grace, and
+// waits until they are gone or ctx ends.
+func endAll(ctx context.Context, ids []procinspect.Identity, grace time.Duration) error {
+	SignalAll(ctx, ids, unix.SIGTERM)
+	SignalAll(ctx, ids, unix.SIGCONT)
 	live := func() bool {
 		n := 0
-		for _, id := range found {
+		for _, id := range ids {
 			if ok, _ := procinspect.Alive(ctx, id); ok {
-				found[n] = id
+				ids[n] = id
 				n++
 			}
 		}
-		found = found[:n]
+		ids = ids[:n]
 		return n > 0
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	poll(gctx, live)
 	cancel()
-	if len(found) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
-	if err := SignalAll(ctx, found, unix.SIGKILL); err != nil {
+	if err := SignalAll(ctx, ids, unix.SIGKILL); err != nil {
 		return err
 	}
 	return poll(ctx, live)

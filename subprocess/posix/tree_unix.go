@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/subkit/subkit/procinspect"
 )
@@ -20,6 +21,7 @@ type Tree struct {
 
 	mu      sync.Mutex
 	escaped []procinspect.Identity
+	found   bool // a sweep has found an escaped process
 }
 
 // NewTree returns the tree led by p, marked with c (which may be nil).
@@ -35,10 +37,24 @@ func (t *Tree) Sweep(ctx context.Context, sig syscall.Signal) error {
 	}
 	found, err := t.cookie.Find(ctx, t.pgid)
 	t.mu.Lock()
+	t.found = t.found || len(found) > 0
 	t.escaped = mergeIdentities(t.escaped, found)
 	esc := append([]procinspect.Identity(nil), t.escaped...)
 	t.mu.Unlock()
 	return errors.Join(err, SignalAll(ctx, esc, sig))
+}
+
+// Finish ends, as SweepCookie does, the processes carrying the tree's cookie that are still
+// alive, including ones that escapees started while they were being ended. When no sweep has
+// found an escaped process, there is nothing to follow up and it reads nothing.
+func (t *Tree) Finish(ctx context.Context, grace time.Duration) error {
+	t.mu.Lock()
+	found := t.found
+	t.mu.Unlock()
+	if t.cookie == nil || !found {
+		return nil
+	}
+	return SweepCookie(ctx, t.cookie, grace)
 }
 
 // SignalAll sends sig to each identity that is still alive, fenced by start time.
