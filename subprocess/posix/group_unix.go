@@ -89,17 +89,26 @@ func (g *Group) Alive() bool {
 }
 
 // Poll back-off for WaitGone: the first probes come fast so short-lived trees settle within a
-// few milliseconds; later ones are spaced so a long wait costs little.
-const (
-	pollFirst = 500 * time.Microsecond
-	pollMax   = 8 * time.Millisecond
-)
+// few milliseconds, and the spacing grows with the wait so a daemon watched for hours costs
+// next to nothing.
+const pollFirst = 500 * time.Microsecond
+
+func pollCap(waited time.Duration) time.Duration {
+	switch {
+	case waited < time.Second:
+		return 2 * time.Millisecond
+	case waited < 10*time.Second:
+		return 10 * time.Millisecond
+	}
+	return 50 * time.Millisecond
+}
 
 // WaitGone returns nil once the group has no member, or ctx's error.
 func (g *Group) WaitGone(ctx context.Context) error { return poll(ctx, g.Alive) }
 
 // poll waits until alive reports false, probing with back-off.
 func poll(ctx context.Context, alive func() bool) error {
+	start := time.Now()
 	d := pollFirst
 	var t *time.Timer
 	for alive() {
@@ -114,7 +123,7 @@ func poll(ctx context.Context, alive func() bool) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		d = min(2*d, pollMax)
+		d = min(2*d, pollCap(time.Since(start)))
 	}
 	return nil
 }
