@@ -60,7 +60,6 @@ func (b *posixBackend) prepare(cmd *exec.Cmd) {
 func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
 	// The tree's cookie is the last entry prepare appended.
 	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
-	c.Started(context.Background(), cmd.Process.Pid)
 	return posixTree{posix.NewTree(cmd.Process, c)}, nil
 }
 

@@ -104,13 +104,20 @@ func newCollector(name string, o Output, place *spillPlace) *collector {
 	}
 }
 
+// Read buffer of a pump: it starts small and grows, with the pipe, for streams that fill it.
+const (
+	readFirst = 32 << 10
+	readMax   = 1 << 20
+)
+
 // pump reads r to its end (or until r's read deadline cuts it) and closes r. Any read error
 // ends the stream: EOF for a pipe, EIO for a pty master whose terminal has no holder left.
 // With text set, the bytes go through a UTF-8 bridge, so the stream holds whole code points.
 func (c *collector) pump(r *os.File, text bool) {
 	defer close(c.done)
 	defer r.Close()
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, readFirst)
+	full := 0 // consecutive reads that filled buf
 	var bridge *utf8bridge.Bridge
 	var conv []byte
 	if text {
@@ -118,6 +125,14 @@ func (c *collector) pump(r *os.File, text bool) {
 	}
 	for {
 		n, err := r.Read(buf)
+		// A stream that keeps filling the buffer is a fast one: read it in bigger gulps from a
+		// bigger pipe, so it costs fewer system calls and wake-ups. Short streams never grow.
+		if full = full + 1; n < len(buf) {
+			full = 0
+		} else if full >= 4 && len(buf) < readMax {
+			buf, full = make([]byte, min(4*len(buf), readMax)), 0
+			growPipe(r, readMax)
+		}
 		if n > 0 {
 			if bridge != nil {
 				conv = bridge.Feed(conv[:0], buf[:n])

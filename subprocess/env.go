@@ -80,6 +80,9 @@ func hasPrefix(name, prefix string, r envRules) bool {
 // mergeEnv returns base with every entry of extra set, later entries winning; order is kept
 // (a replaced name stays where it first appeared).
 func mergeEnv(base, extra []string, r envRules) []string {
+	if len(extra) == 0 {
+		return append(make([]string, 0, len(base)+2), base...) // room for the backend's cookies
+	}
 	out := make([]string, 0, len(base)+len(extra))
 	at := make(map[string]int, len(base)+len(extra))
 	for _, list := range [][]string{base, extra} {

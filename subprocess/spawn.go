@@ -114,7 +114,7 @@ func (s *Service) locate(op, name, dir string, extraEnv []string) (path, wd stri
 		return "", "", nil, err
 	}
 	if dir == "" {
-		dir = s.cwd
+		return path, s.cwd, env, nil // checked by New; exec reports it if it has gone since
 	}
 	if fi, err := os.Stat(dir); err != nil {
 		return "", "", nil, &Error{Op: op, Name: name, Kind: ErrNotFound, Err: fmt.Errorf("working directory: %w", err)}

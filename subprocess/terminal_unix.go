@@ -76,7 +76,6 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		return nil, startError(spec.Path, err)
 	}
 	ctx := context.Background()
-	cookie.Started(ctx, cmd.Process.Pid)
 	t := &Terminal{
 		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(), cookie: cookie,
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 )
 
 // CookiePrefix starts the name of the environment variable that marks every process of a
-// tree. Each tree gets a variable of its own (SUBKIT_TREE_<random>=1), so a process started
+// tree. Each tree gets a variable of its own (SUBKIT_TREE_<random>=<start token>), so a process started
 // inside a nested tree carries the cookies of every tree around it.
 const CookiePrefix = "SUBKIT_TREE_"
 
@@ -26,26 +27,20 @@ const CookiePrefix = "SUBKIT_TREE_"
 // exec is not found: that is the limit of the method.
 type Cookie struct {
 	name  string // "SUBKIT_TREE_<hex>"
-	since uint64 // the leader's start token; 0 until Started
+	since uint64 // start token of now at creation: older processes are never matched
 }
 
-// NewCookie returns a fresh cookie.
+// NewCookie returns a fresh cookie. Make it before starting the processes it marks: only
+// processes started after it are matched.
 func NewCookie() *Cookie {
 	b := make([]byte, 12)
 	rand.Read(b)
-	return &Cookie{name: CookiePrefix + hex.EncodeToString(b)}
+	return &Cookie{name: CookiePrefix + hex.EncodeToString(b), since: startTokenNow()}
 }
 
-// Env is the NAME=VALUE entry to put in the leader's environment.
-func (c *Cookie) Env() string { return c.name + "=1" }
-
-// Started records the leader's start token; processes older than it are never matched. A
-// cookie never Started (one shared by many trees) matches processes of any age.
-func (c *Cookie) Started(ctx context.Context, leaderPid int) {
-	if p, err := procinspect.Lookup(ctx, leaderPid); err == nil {
-		c.since = p.Start
-	}
-}
+// Env is the NAME=VALUE entry to put in the leader's environment; the value is the start
+// token the cookie was made at, so CookieFromEnv gives back the same cookie.
+func (c *Cookie) Env() string { return c.name + "=" + strconv.FormatUint(c.since, 10) }
 
 // Find lists the live processes of this user that carry the cookie, except those in skip
 // (a process group already handled by other means). It finds nothing where process
@@ -85,11 +80,12 @@ func (c *Cookie) Find(ctx context.Context, skipPgid int) ([]procinspect.Identity
 
 // CookieFromEnv returns the cookie of an entry made by Env, or nil.
 func CookieFromEnv(entry string) *Cookie {
-	name, _, ok := strings.Cut(entry, "=")
+	name, value, ok := strings.Cut(entry, "=")
 	if !ok || !strings.HasPrefix(name, CookiePrefix) {
 		return nil
 	}
-	return &Cookie{name: name}
+	since, _ := strconv.ParseUint(value, 10, 64)
+	return &Cookie{name: name, since: since}
 }
 
 // sweepRounds bounds SweepCookie: each round ends what one read of the table found, and a

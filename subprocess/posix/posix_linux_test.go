@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,7 +75,6 @@ func TestSignalIdentityIsFenced(t *testing.T) {
 func TestCookieFindsEscapedProcesses(t *testing.T) {
 	c := posix.NewCookie()
 	cmd := start(t, []string{c.Env()}, "bash", "-c", "setsid sleep 1000 & echo $! ; wait")
-	c.Started(context.Background(), cmd.Process.Pid)
 	other := start(t, nil, "sleep", "1000") // no cookie
 	ctx := context.Background()
 	var found []procinspect.Identity
@@ -94,6 +95,29 @@ func TestCookieFindsEscapedProcesses(t *testing.T) {
 	assert.False(t, alive)
 	assert.Nil(t, posix.CookieFromEnv("PATH=/bin"))
 	assert.NotNil(t, posix.CookieFromEnv(c.Env()))
+}
+
+func TestCookieStartFence(t *testing.T) {
+	c := posix.NewCookie()
+	name, value, _ := strings.Cut(c.Env(), "=")
+	since, err := strconv.ParseUint(value, 10, 64)
+	require.NoError(t, err)
+	require.NotZero(t, since)
+	cmd := start(t, []string{c.Env()}, "sleep", "1000")
+	ctx := context.Background()
+	p, err := procinspect.Lookup(ctx, cmd.Process.Pid)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, p.Start, since, "a process started after the cookie is not older than it")
+	var found []procinspect.Identity
+	require.Eventually(t, func() bool {
+		found, err = c.Find(ctx, 0)
+		return err == nil && len(found) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	// The same name with a start token after the process: it is too old to match.
+	later := posix.CookieFromEnv(name + "=" + strconv.FormatUint(p.Start+1, 10))
+	found, err = later.Find(ctx, 0)
+	require.NoError(t, err)
+	assert.Empty(t, found)
 }
 
 func TestGroupOfZombiesIsNotAlive(t *testing.T) {
