@@ -12,14 +12,15 @@ import (
 
 // Defaults of the configuration keys. The first six are the reference executor's.
 const (
-	DefaultTimeout            = 120 * time.Second // timeoutMs 120000
-	DefaultMaxTimeout         = 600 * time.Second // maxTimeoutMs 600000
-	DefaultMaxOutputBytes     = 64000             // maxOutputBytes
-	DefaultMaxSpillBytes      = 64 << 20          // maxSpillBytes 67108864
-	DefaultGrace              = 3 * time.Second   // graceMs 3000
-	DefaultMaxBackground      = 64                // maxBackground
-	DefaultSpillMaxAge        = 24 * time.Hour    // spillMaxAgeMs 86400000
-	DefaultSpillMaxTotalBytes = 1 << 30           // spillMaxTotalBytes 1073741824
+	DefaultTimeout            = 120 * time.Second      // timeoutMs 120000
+	DefaultMaxTimeout         = 600 * time.Second      // maxTimeoutMs 600000
+	DefaultMaxOutputBytes     = 64000                  // maxOutputBytes
+	DefaultMaxSpillBytes      = 64 << 20               // maxSpillBytes 67108864
+	DefaultGrace              = 3 * time.Second        // graceMs 3000
+	DefaultDrainGrace         = 250 * time.Millisecond // drainMs 250
+	DefaultMaxBackground      = 64                     // maxBackground
+	DefaultSpillMaxAge        = 24 * time.Hour         // spillMaxAgeMs 86400000
+	DefaultSpillMaxTotalBytes = 1 << 30                // spillMaxTotalBytes 1073741824
 	DefaultManagedPrefix      = subprocess.DefaultManagedPrefix
 )
 
@@ -44,10 +45,15 @@ type Config struct {
 	// MaxSpillBytes (key "maxSpillBytes") is the largest stream kept whole in a spill file; a
 	// longer stream keeps only its tail, marked truncated. Default DefaultMaxSpillBytes.
 	MaxSpillBytes int64
-	// Grace (key "graceMs") is how long a terminated command has between SIGTERM and SIGKILL,
-	// and how long output pipes may keep draining after the shell exits (a background child
-	// holding them cannot hold the result longer). Default DefaultGrace.
+	// Grace (key "graceMs") is how long a terminated command has between SIGTERM and SIGKILL.
+	// Default DefaultGrace.
 	Grace time.Duration
+	// DrainGrace (key "drainMs") is how long output pipes may keep draining after the shell
+	// exits while processes it started hold them open (`server &`): the result returns then,
+	// with what arrived, and the survivors are reported. The reference used graceMs for this
+	// too, so `sleep 1000 & echo done` took 3 s; a short drain returns it promptly. Default
+	// DefaultDrainGrace.
+	DrainGrace time.Duration
 	// MaxBackground (key "maxBackground") caps the background processes running at once;
 	// Start past it fails with ErrTooMany. Default DefaultMaxBackground.
 	MaxBackground int
@@ -99,6 +105,7 @@ func configKeys() []configKey {
 		}},
 		{"maxSpillBytes", "MaxSpillBytes", func(c *Config, v any) (err error) { c.MaxSpillBytes, err = toPositive(v); return }},
 		{"graceMs", "Grace", func(c *Config, v any) (err error) { c.Grace, err = toMillis(v); return }},
+		{"drainMs", "DrainGrace", func(c *Config, v any) (err error) { c.DrainGrace, err = toMillis(v); return }},
 		{"maxBackground", "MaxBackground", func(c *Config, v any) error {
 			n, err := toPositive(v)
 			c.MaxBackground = int(n)
@@ -132,7 +139,7 @@ func (c Config) Validate() error {
 	durations := []struct {
 		field string
 		d     time.Duration
-	}{{"Timeout", c.Timeout}, {"MaxTimeout", c.MaxTimeout}, {"Grace", c.Grace}, {"SpillMaxAge", c.SpillMaxAge}}
+	}{{"Timeout", c.Timeout}, {"MaxTimeout", c.MaxTimeout}, {"Grace", c.Grace}, {"DrainGrace", c.DrainGrace}, {"SpillMaxAge", c.SpillMaxAge}}
 	for _, d := range durations {
 		if d.d < 0 {
 			return configErr(d.field, "%v is negative; use 0 (or omit the key) for the default", d.d)
@@ -182,6 +189,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Grace == 0 {
 		c.Grace = DefaultGrace
+	}
+	if c.DrainGrace == 0 {
+		c.DrainGrace = DefaultDrainGrace
 	}
 	if c.MaxBackground == 0 {
 		c.MaxBackground = DefaultMaxBackground

@@ -26,6 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 64000, c.MaxOutputBytes)
 	assert.EqualValues(t, 67108864, c.MaxSpillBytes)
 	assert.Equal(t, 3000*time.Millisecond, c.Grace)
+	assert.Equal(t, 250*time.Millisecond, c.DrainGrace)
 	assert.Equal(t, 64, c.MaxBackground)
 	assert.Equal(t, 24*time.Hour, c.SpillMaxAge)
 	assert.EqualValues(t, 1<<30, c.SpillMaxTotalBytes)
@@ -63,6 +64,7 @@ func TestConfigInvalid(t *testing.T) {
 		{bash.Config{MaxOutputBytes: -1}, "maxOutputBytes"},
 		{bash.Config{MaxSpillBytes: -1}, "maxSpillBytes"},
 		{bash.Config{Grace: -1}, "graceMs"},
+		{bash.Config{DrainGrace: -1}, "drainMs"},
 		{bash.Config{MaxBackground: -1}, "maxBackground"},
 		{bash.Config{SpillMaxAge: -1}, "spillMaxAgeMs"},
 		{bash.Config{SpillMaxTotalBytes: -1}, "spillMaxTotalBytes"},

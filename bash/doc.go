@@ -58,7 +58,7 @@
 // # Configuration and errors
 //
 // Config carries the reference executor's keys (cwd, timeoutMs, maxTimeoutMs, maxOutputBytes,
-// maxSpillBytes, graceMs) with its defaults, plus maxBackground, spillDir, spillMaxAgeMs,
+// maxSpillBytes, graceMs) with its defaults, plus drainMs, maxBackground, spillDir, spillMaxAgeMs,
 // spillMaxTotalBytes, managedPrefix and allowEnv; ParseConfigJSON, ParseConfigYAML and
 // LoadConfig read them from a file and refuse unknown keys. Every error wraps one of ErrInvalid,
 // ErrNotFound, ErrPermission, ErrClosed, ErrTooMany or ErrUnsupported; a *ConfigError names

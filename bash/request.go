@@ -104,7 +104,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	}
 	spec := subprocess.Spec{
 		Path: "bash", Args: []string{"-c", req.Command},
-		Dir: c.Cwd, Env: env, Grace: c.Grace, Timeout: timeout,
+		Dir: c.Cwd, Env: env, Grace: c.Grace, DrainGrace: c.DrainGrace, Timeout: timeout,
 		Stdout: subprocess.Output{TailBytes: stdoutTail, SpillBytes: c.MaxSpillBytes},
 		Stderr: subprocess.Output{TailBytes: c.MaxOutputBytes, SpillBytes: c.MaxSpillBytes},
 	}

@@ -125,14 +125,6 @@ func (c *collector) pump(r *os.File, text bool) {
 	}
 	for {
 		n, err := r.Read(buf)
-		// A stream that keeps filling the buffer is a fast one: read it in bigger gulps from a
-		// bigger pipe, so it costs fewer system calls and wake-ups. Short streams never grow.
-		if full = full + 1; n < len(buf) {
-			full = 0
-		} else if full >= 4 && len(buf) < readMax {
-			buf, full = make([]byte, min(4*len(buf), readMax)), 0
-			growPipe(r, readMax)
-		}
 		if n > 0 {
 			if bridge != nil {
 				conv = bridge.Feed(conv[:0], buf[:n])
@@ -140,6 +132,14 @@ func (c *collector) pump(r *os.File, text bool) {
 			} else {
 				c.write(buf[:n])
 			}
+		}
+		// A stream that keeps filling the buffer is a fast one: read it in bigger gulps from a
+		// bigger pipe, so it costs fewer system calls and wake-ups. Short streams never grow.
+		if full = full + 1; n < len(buf) {
+			full = 0
+		} else if full >= 4 && len(buf) < readMax {
+			buf, full = make([]byte, min(4*len(buf), readMax)), 0
+			growPipe(r, readMax)
 		}
 		if err != nil {
 			if bridge != nil {

@@ -3,6 +3,7 @@ package subprocess_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,13 +96,25 @@ func TestStdinNeverReadStillTerminates(t *testing.T) {
 }
 
 func TestBinaryLineFreeOutput(t *testing.T) {
+	// 24 MB of random bytes: big writes, so the pump's reads fill and its buffer grows.
+	data := make([]byte, 24<<20)
+	rand.Read(data)
+	src := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.WriteFile(src, data, 0o600))
 	svc := newService(t, subprocess.Config{})
-	spec := sh(`head -c 1000000 /dev/urandom`)
-	spec.Stdout = subprocess.Output{TailBytes: 4096, SpillBytes: 2 << 20}
-	res := run(t, svc, spec)
+	spec := subprocess.Spec{Path: "cat", Args: []string{src},
+		Stdout: subprocess.Output{TailBytes: 4096, SpillBytes: 32 << 20}}
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	res, err := h.Wait(ctxT(t, 30*time.Second))
+	require.NoError(t, err)
 	require.NotEmpty(t, res.Stdout.SpillPath)
 	all, err := os.ReadFile(res.Stdout.SpillPath)
 	require.NoError(t, err)
-	assert.Len(t, all, 1000000)
-	assert.True(t, bytes.Equal(all[len(all)-4096:], res.Stdout.Tail), "the tail is the stream's last bytes, byte for byte")
+	assert.True(t, bytes.Equal(data, all), "the spill file is the stream, byte for byte")
+	assert.True(t, bytes.Equal(data[len(data)-4096:], res.Stdout.Tail), "the tail is the stream's last bytes")
+	d, err := h.ReadOutput(subprocess.Stdout, 7<<20, 1<<20)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data[7<<20:8<<20], d.Data), "an offset read from the spill")
 }

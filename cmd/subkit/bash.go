@@ -27,7 +27,7 @@ are ended when subkit exits.
 
 --config reads the executor's configuration (JSON if FILE ends in .json, YAML otherwise):
   cwd, timeoutMs (120000), maxTimeoutMs (600000), maxOutputBytes (64000),
-  maxSpillBytes (67108864), graceMs (3000), maxBackground, spillDir, spillMaxAgeMs,
+  maxSpillBytes (67108864), graceMs (3000), drainMs (250), maxBackground, spillDir, spillMaxAgeMs,
   spillMaxTotalBytes, managedPrefix, allowEnv.
 --timeout above maxTimeoutMs is lowered to it. --stdout-max raises the in-memory stdout budget
 above maxOutputBytes for this call (stderr keeps maxOutputBytes). --env may not set names with
