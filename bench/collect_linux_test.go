@@ -14,7 +14,7 @@ import (
 
 const (
 	mib = 1 << 20
-	// tailBytes is the collect tail of rows 2 to 4 (64 KiB).
+	// tailBytes is the collect tail of rows 3 to 5 (64 KiB).
 	tailBytes = 64 << 10
 )
 
