@@ -53,7 +53,7 @@ func TestParseFixture(t *testing.T) {
 	assert.Equal(t, "(mds_stores)", byPid[93].Comm, "short name when ps may not read the arguments")
 
 	sleep := byPid[2212]
-	assert.Equal(t, uint64(16<<24|0), sleep.Tty, "ttys000 is 16/0")
+	assert.Equal(t, uint64(16<<24), sleep.Tty, "ttys000 is major 16, minor 0")
 	assert.Equal(t, 2212, sleep.Tpgid)
 	assert.Equal(t, "S+", sleep.State)
 	assert.False(t, sleep.Zombie())

@@ -147,7 +147,7 @@ const maxExcerpt = 64
 
 func malformed(what string, excerpt []byte) error {
 	if len(excerpt) > maxExcerpt {
-		return fmt.Errorf("%w: %s: %q...", ErrMalformed, what, excerpt[:maxExcerpt])
+		return fmt.Errorf("%w: %s: %q (cut)", ErrMalformed, what, excerpt[:maxExcerpt])
 	}
 	return fmt.Errorf("%w: %s: %q", ErrMalformed, what, excerpt)
 }
