@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -513,7 +514,7 @@ func TestReusedPidIsNotSignalled(t *testing.T) {
 	require.NoError(t, h.Terminate(ctxT(t, 5*time.Second)))
 	require.NoError(t, h.Close())
 	time.Sleep(50 * time.Millisecond)
-	assert.NoError(t, stranger.Signal(syscall.Signal(0)), "the stranger with the reused pid %d was signalled", old)
+	assertAlive(t, stranger.Pid, "the stranger with the reused pid or group %d was signalled", old)
 }
 
 // waitFor polls a collected stream until it contains s.
@@ -529,4 +530,60 @@ func waitFor(t *testing.T, h *subprocess.Handle, s subprocess.Stream, text strin
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("%q never appeared on %v", text, s)
+}
+
+// A group that empties while nobody watches can be replaced by a stranger's group with the
+// same number; Terminate must not signal it.
+func TestReusedGroupIsNotSignalled(t *testing.T) {
+	const lastPid = "/proc/sys/kernel/ns_last_pid"
+	if f, err := os.OpenFile(lastPid, os.O_WRONLY, 0); err != nil {
+		t.Skipf("cannot force pid reuse without writing %s: %v", lastPid, err)
+	} else {
+		f.Close()
+	}
+	svc := newService(t, subprocess.Config{})
+	// The leader exits at once; a member keeps the group for a moment, then exits unobserved.
+	spec := sh(`sleep 0.3 &`)
+	spec.Stdout.Disposition = subprocess.Discard
+	spec.Stderr.Disposition = subprocess.Discard
+	h, err := svc.Spawn(context.Background(), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	_, err = h.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	old := h.Pid()
+	// Wait (without asking the handle) until no process is in the group any more.
+	require.Eventually(t, func() bool {
+		return syscall.Kill(-old, 0) == syscall.ESRCH
+	}, 20*time.Second, 10*time.Millisecond)
+
+	var stranger *os.Process
+	for try := 0; try < 50 && stranger == nil; try++ {
+		require.NoError(t, os.WriteFile(lastPid, []byte(strconv.Itoa(old-1)), 0))
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "1000"}, &os.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}})
+		require.NoError(t, err)
+		if p.Pid == old {
+			stranger = p
+		} else {
+			p.Kill()
+			p.Wait()
+		}
+	}
+	if stranger == nil {
+		t.Skip("could not get the old pid back (other processes forked in between)")
+	}
+	defer func() { stranger.Kill(); stranger.Wait() }()
+	require.NoError(t, h.Terminate(ctxT(t, 10*time.Second)))
+	require.NoError(t, h.WaitForExit(ctxT(t, 5*time.Second)), "the stranger's group is not waited for")
+	time.Sleep(50 * time.Millisecond)
+	assertAlive(t, stranger.Pid, "the stranger with the reused pid or group %d was signalled", old)
+}
+
+// assertAlive checks that pid is a live process (a zombie, killed but not reaped, is not).
+func assertAlive(t *testing.T, pid int, msg string, args ...any) {
+	t.Helper()
+	p, err := procinspect.Lookup(context.Background(), pid)
+	if assert.NoError(t, err, append([]any{msg}, args...)...) {
+		assert.False(t, p.Zombie, append([]any{msg}, args...)...)
+	}
 }

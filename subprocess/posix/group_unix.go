@@ -51,7 +51,12 @@ func (g *Group) Signal(sig syscall.Signal) error {
 	if g.gone {
 		return nil
 	}
-	err := unix.Kill(-g.pgid, sig)
+	// Probe first: a group that emptied since the last probe must not be signalled, as its
+	// number may already name a stranger's group.
+	err := unix.Kill(-g.pgid, 0)
+	if err == nil {
+		err = unix.Kill(-g.pgid, sig)
+	}
 	if err == nil {
 		return nil
 	}
@@ -66,6 +71,13 @@ func (g *Group) Signal(sig syscall.Signal) error {
 		return nil
 	}
 	return fmt.Errorf("posix: signal %v to group %d: %w (direct child: %v)", sig, g.pgid, err, perr)
+}
+
+// forget marks the group gone: it is never probed or signalled again.
+func (g *Group) forget() {
+	g.mu.Lock()
+	g.gone = true
+	g.mu.Unlock()
 }
 
 // Alive reports whether any live member of the group is left. A group whose members are all

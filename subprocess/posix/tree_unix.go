@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,45 @@ type Tree struct {
 // NewTree returns the tree led by p, marked with c (which may be nil).
 func NewTree(p *os.Process, c *Cookie) *Tree {
 	return &Tree{Group: NewGroup(p), cookie: c}
+}
+
+// Signal sends sig to the tree's process group, falling back to the leader, like
+// Group.Signal, with one more fence: once the leader has been reaped, the group's number
+// outlives it only through other members, and after they are gone it can be handed to a
+// stranger's group (pid numbers wrap; pid_max may be as small as 32768). So the group is
+// signalled then only if one of its live members carries the tree's cookie; otherwise it is
+// taken as gone for good. A member that cleared its environment is not recognised (the
+// limit of the cookie method), and where environments cannot be read the fence is off.
+func (t *Tree) Signal(sig syscall.Signal) error {
+	if t.cookie != nil && canReadEnviron && errors.Is(t.leader.Signal(syscall.Signal(0)), os.ErrProcessDone) &&
+		t.Group.Alive() && !t.groupCarriesCookie() {
+		t.Group.forget()
+		return nil
+	}
+	return t.Group.Signal(sig)
+}
+
+// groupCarriesCookie reports whether a live member of the group carries the tree's cookie.
+// When the table cannot be read it answers true, keeping Group.Signal's own fences.
+func (t *Tree) groupCarriesCookie() bool {
+	ctx := context.Background()
+	tab, err := procinspect.Snapshot(ctx)
+	if err != nil {
+		return true
+	}
+	want := t.cookie.name + "="
+	for _, p := range tab.Group(t.pgid) {
+		if p.Zombie {
+			continue
+		}
+		env, _ := procinspect.Environ(ctx, p.Pid)
+		for _, kv := range env {
+			if strings.HasPrefix(kv, want) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Sweep finds the processes that carry the tree's cookie outside its group, signals each
