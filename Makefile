@@ -52,14 +52,19 @@ generate-check:
 unit:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
-# A short run of every fuzz target (their seed corpora run in `unit` already).
+# A short run of every fuzz target (their seed corpora run in `unit` already). An input that
+# fails is saved under testdata/fuzz and replayed first by any later run, so a failed run is
+# repeated once: a real failure fails again, a hiccup of the fuzzing engine under load does not.
 fuzz:
-	@set -e; grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do \
+	@set -e; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do \
 		dir=$$(dirname "$$f"); \
 		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
 			echo "fuzz $$dir $$fn ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir" >/dev/null \
-				|| { $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir"; exit 1; }; \
+			if ! $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir" >"$$log" 2>&1; then \
+				grep -v '^fuzz: elapsed' "$$log" | tail -20; echo "fuzz $$dir $$fn failed; running it again"; \
+				$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "./$$dir" || exit 1; \
+			fi; \
 		done; \
 	done
 
