@@ -1,5 +1,3 @@
-// Package tail keeps the last bytes of a stream in a fixed-size ring and serves reads in
-// whole-stream byte offsets.
 package tail
 
 // Ring holds at most Limit bytes: the newest ones of everything written. It counts every byte
