@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/subkit/subkit/bash"
@@ -93,13 +92,8 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if *stdinFile != "" {
 		var err error
-		if *stdinFile == "-" {
-			req.Stdin, err = io.ReadAll(stdin)
-		} else {
-			req.Stdin, err = os.ReadFile(*stdinFile)
-		}
-		if err != nil {
-			return fail("invalid", exitUsage, fmt.Errorf("--stdin-file: %w", err))
+		if req.Stdin, err = readStdinFile(*stdinFile, stdin); err != nil {
+			return fail("invalid", exitUsage, err)
 		}
 		if req.Stdin == nil {
 			req.Stdin = []byte{}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/subkit/subkit/coderuntime"
 	"github.com/subkit/subkit/subprocess"
@@ -92,15 +91,9 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		req.Code = string(code)
 	}
 	if *stdinFile != "" {
-		var data []byte
-		var err error
-		if *stdinFile == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(*stdinFile)
-		}
+		data, err := readStdinFile(*stdinFile, stdin)
 		if err != nil {
-			return fail("invalid", exitUsage, fmt.Errorf("--stdin-file: %w", err))
+			return fail("invalid", exitUsage, err)
 		}
 		req.Stdin = data
 	}

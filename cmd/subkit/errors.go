@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/subkit/subkit/subprocess"
 )
@@ -58,6 +59,21 @@ func noteTruncated(w io.Writer, stream string, truncated bool, shown int, total 
 		fmt.Fprintf(w, "; the whole stream is in %s", spill)
 	}
 	fmt.Fprintln(w, "]")
+}
+
+// readStdinFile reads the bytes that --stdin-file names: the file, or stdin for "-".
+func readStdinFile(name string, stdin io.Reader) ([]byte, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--stdin-file: %w", err)
+	}
+	return data, nil
 }
 
 // parseFlags parses args with fs. For -h it prints usage and the flags to stdout and reports

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -95,15 +94,9 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Stderr: subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
 	}
 	if *stdinFile != "" {
-		var data []byte
-		var err error
-		if *stdinFile == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(*stdinFile)
-		}
+		data, err := readStdinFile(*stdinFile, stdin)
 		if err != nil {
-			return fail("invalid", exitUsage, fmt.Errorf("--stdin-file: %w", err))
+			return fail("invalid", exitUsage, err)
 		}
 		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: data}
 	}
