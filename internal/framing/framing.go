@@ -77,6 +77,7 @@ func truncated(format string, args ...any) error {
 type Reader struct {
 	br  *bufio.Reader
 	max int64
+	err error // came with the last bytes of the previous frame; every later call returns it
 }
 
 // NewReader returns a Reader whose bodies may be at most max bytes (DefaultMaxSize when max
@@ -93,8 +94,13 @@ func (r *Reader) Max() int64 { return r.max }
 
 // ReadMessage returns the body of the next frame. It returns io.EOF when the input ends
 // between frames, a *TooLargeError for a frame over the cap, an error wrapping ErrMalformed
-// for anything else that is not a frame, and the underlying reader's error as is.
+// for anything else that is not a frame, and the underlying reader's error as is. A frame whose
+// last bytes come with an error (io.EOF or another) is returned whole; the next call returns
+// that error.
 func (r *Reader) ReadMessage() ([]byte, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
 	length, err := r.readHeader()
 	if err != nil {
 		return nil, err
@@ -109,9 +115,16 @@ func (r *Reader) ReadMessage() ([]byte, error) {
 		}
 		n, err := r.br.Read(body[len(body):min(int64(cap(body)), length)])
 		body = body[:len(body)+n]
-		if err == io.EOF {
+		switch {
+		case err == nil:
+		case int64(len(body)) == length:
+			// The frame's last bytes came with err, as an io.Reader may return them: the
+			// frame is whole and err is the next call's. bufio.Reader.Read returns an error
+			// only with its buffer empty, so no bytes are left behind.
+			r.err = err
+		case err == io.EOF:
 			return nil, truncated("body ended after %d of %d bytes", len(body), length)
-		} else if err != nil {
+		default:
 			return nil, err
 		}
 	}

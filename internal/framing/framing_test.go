@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,6 +113,108 @@ func TestTruncated(t *testing.T) {
 		assert.Equal(t, io.EOF, err, "a clean end is io.EOF itself")
 		assert.Equal(t, []string{"a", "b"}, got)
 	})
+}
+
+// eofReader hands out at most chunk bytes a call and returns its last bytes together with
+// io.EOF (then 0, io.EOF), as the io.Reader contract allows; err replaces io.EOF when set.
+type eofReader struct {
+	data  []byte
+	chunk int
+	err   error
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n := copy(p, e.data[:min(len(e.data), e.chunk)])
+	e.data = e.data[n:]
+	if len(e.data) > 0 {
+		return n, nil
+	}
+	if e.err != nil {
+		return n, e.err
+	}
+	return n, io.EOF
+}
+
+// A reader may deliver the last bytes of a complete frame with io.EOF: that frame is a
+// frame, and only the next ReadMessage reports io.EOF.
+func TestDataWithEOF(t *testing.T) {
+	bodies := []string{`{"jsonrpc":"2.0"}`, "", strings.Repeat("m", 5000), "ünïcødé ✓"}
+	lasts := map[string]string{
+		"small":                `{}`,
+		"empty":                "",
+		"one bufio buffer":     strings.Repeat("b", 4096),
+		"over a bufio buffer":  strings.Repeat("o", 10000),
+		"over the first alloc": strings.Repeat("g", 3<<20),
+	}
+	for lastName, last := range lasts {
+		all := append(slices.Clone(bodies), last)
+		in := ""
+		for _, b := range all {
+			in += frame(b)
+		}
+		readers := map[string]func() io.Reader{
+			"DataErrReader":        func() io.Reader { return iotest.DataErrReader(strings.NewReader(in)) },
+			"DataErrReader 1 byte": func() io.Reader { return iotest.DataErrReader(iotest.OneByteReader(strings.NewReader(in))) },
+		}
+		// Chunk sizes that split headers inside a line, between lines and before the body,
+		// and that deliver whole frames, or everything, in one call with io.EOF.
+		for _, chunk := range []int{1, 3, 7, 19, 21, 1000, 4095, 4096, 4097, 10025, 1 << 20, len(in)} {
+			readers[fmt.Sprintf("chunk %d", chunk)] = func() io.Reader { return &eofReader{data: []byte(in), chunk: chunk} }
+		}
+		for readerName, newReader := range readers {
+			t.Run(lastName+"/"+readerName, func(t *testing.T) {
+				r := framing.NewReader(newReader(), 0)
+				for i, want := range all {
+					got, err := r.ReadMessage()
+					require.NoError(t, err, "frame %d", i)
+					require.Equal(t, len(want), len(got), "frame %d", i)
+					require.Equal(t, want, string(got), "frame %d", i)
+				}
+				for range 2 {
+					_, err := r.ReadMessage()
+					require.Equal(t, io.EOF, err, "after the last frame")
+				}
+			})
+		}
+	}
+}
+
+// A frame cut short stays io.ErrUnexpectedEOF when its last bytes come with io.EOF.
+func TestTruncatedWithEOF(t *testing.T) {
+	for name, c := range map[string]struct{ in, want string }{
+		"inside header line": {frame("{}") + "Content-Len", "inside the header"},
+		"after header line":  {frame("{}") + "Content-Length: 5\r\n", "inside the header"},
+		"no body":            {frame("{}") + "Content-Length: 5\r\n\r\n", "body ended after 0 of 5 bytes"},
+		"inside body":        {frame("{}") + "Content-Length: 5\r\n\r\n{}", "body ended after 2 of 5 bytes"},
+		"inside big body":    {frame("{}") + "Content-Length: 10000\r\n\r\n" + strings.Repeat("x", 9999), "body ended after 9999 of 10000 bytes"},
+	} {
+		for _, chunk := range []int{1, 5, 4096, 1 << 20} {
+			t.Run(fmt.Sprintf("%s/chunk %d", name, chunk), func(t *testing.T) {
+				r := framing.NewReader(&eofReader{data: []byte(c.in), chunk: chunk}, 0)
+				got, err := r.ReadMessage()
+				require.NoError(t, err)
+				require.Equal(t, "{}", string(got))
+				_, err = r.ReadMessage()
+				require.ErrorIs(t, err, framing.ErrMalformed)
+				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+				assert.Contains(t, err.Error(), c.want)
+			})
+		}
+	}
+}
+
+// Bytes that come with another error are processed first too: a complete frame is returned,
+// and the error is the next ReadMessage's, as is.
+func TestDataWithError(t *testing.T) {
+	boom := errors.New("boom")
+	for _, body := range []string{"{}", strings.Repeat("z", 10000)} {
+		r := framing.NewReader(&eofReader{data: []byte(frame(body)), chunk: 1 << 20, err: boom}, 0)
+		got, err := r.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, body, string(got))
+		_, err = r.ReadMessage()
+		assert.Equal(t, boom, err)
+	}
 }
 
 // countingReader counts the bytes handed out, to prove an oversize body is never read.
