@@ -159,7 +159,6 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, spawnError("exec", err)
 	}
-	defer func() { e.store.release(h.SpillDir()) }()
 
 	cancelled := false
 	select {
@@ -182,6 +181,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 		return Result{}, &Error{Op: "exec", Name: fmt.Sprint("pid ", h.Pid()), Err: err,
 			Hint: "the process group could not be ended; Close will try again"}
 	}
+	defer e.store.release(sr)
 	res := newResult(req.Command, h, sr)
 	res.Timeout, res.Cancelled = timeout, cancelled
 	if survivors(h, &res) {

@@ -238,7 +238,9 @@ func (p *Process) Close() error {
 		p.e.mu.Lock()
 		delete(p.e.procs, p)
 		p.e.mu.Unlock()
-		p.e.store.release(p.h.SpillDir())
+		if sr, err := p.h.Wait(ctx); err == nil {
+			p.e.store.release(sr)
+		}
 		p.closeErr = err
 	})
 	return p.closeErr

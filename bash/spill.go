@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/subkit/subkit/subprocess"
 )
 
 // Spill retention.
@@ -19,13 +21,14 @@ import (
 //
 //	subkit-bash-XXXX/          one per Executor, 0700, random name
 //	    .lock                  held (flock) while the Executor is open
-//	    subkit-spill-YYYY/     one per command that needed a spill file (made by the Service)
-//	        stdout-ZZZZ.log
+//	    subkit-spill-YYYY/     the Executor's Service's spill directory, made when first needed
+//	        stdout-ZZZZ.log    one per stream that needed a spill file
 //
 // A sweep looks only at subkit-bash-* directories and never follows a symlink. A file is in
 // use, and never touched, when it belongs to a live Executor other than the sweeping one (its
 // lock is held), or, in the sweeping Executor, to a command that has not been released (still
-// running, or a background Process not yet closed). Everything else is a candidate: first
+// running, or a background Process not yet closed): a released command's files are those its
+// result named. Everything else is a candidate: first
 // those not written for longer than the maximum age go, then the oldest until all spill files
 // under the root, in use or not, fit in the total. Emptied directories are removed.
 const (
@@ -107,14 +110,15 @@ func makeExecDir(root string) (string, *os.File, error) {
 	return dir, f, nil
 }
 
-// release marks a command's spill directory as no longer in use.
-func (s *spillStore) release(dir string) {
-	if dir == "" {
-		return
-	}
+// release marks a command's spill files as no longer in use.
+func (s *spillStore) release(r subprocess.Result) {
 	s.mu.Lock()
-	s.released[dir] = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	for _, path := range []string{r.Stdout.SpillPath, r.Stderr.SpillPath} {
+		if path != "" {
+			s.released[path] = true
+		}
+	}
 }
 
 // spillFile is one candidate or counted file of a sweep.
@@ -155,7 +159,7 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 		}
 		dir := filepath.Join(s.root, ent.Name())
 		own := dir == s.dir
-		free := own // may this executor dir's released command dirs go?
+		free := own // may this executor dir's released files go?
 		if !own {
 			lock, state := s.foreign(dir)
 			if state == dirUnreadable {
@@ -178,13 +182,13 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 				continue // the lock, or something not made by the Service
 			}
 			cdir := filepath.Join(dir, sub.Name())
-			mayGo := free && (!own || all || s.released[cdir])
-			files := listFiles(cdir)
-			for _, f := range files {
+			for _, f := range listFiles(cdir) {
 				total += f.size
+				if free && (!own || all || s.released[f.path]) {
+					cands = append(cands, f)
+				}
 			}
-			if mayGo {
-				cands = append(cands, files...)
+			if free {
 				dirs = append(dirs, cdir)
 			}
 		}
@@ -197,6 +201,7 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 			errs = append(errs, err)
 			return
 		}
+		delete(s.released, f.path)
 		total -= f.size
 	}
 	kept := cands[:0]
@@ -214,9 +219,7 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 		remove(f)
 	}
 	for _, d := range dirs {
-		if os.Remove(d) == nil && s.released[d] {
-			delete(s.released, d)
-		}
+		os.Remove(d) // only once empty
 	}
 	for _, d := range deadDir {
 		removeIfOnlyLock(d)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"time"
+
+	"github.com/subkit/subkit/procinspect"
 )
 
 // backend is the seam to the per-OS process-tree code (subprocess/posix, subprocess/windows).
@@ -14,10 +17,16 @@ type backend interface {
 	prepare(cmd *exec.Cmd)
 	// start starts a prepared command (from the Service's spawning thread, if it has one).
 	start(cmd *exec.Cmd) error
+	// startError classifies a failed start: the kind, and a hint when there is one.
+	startError(err error) (kind error, hint string)
+	// sweep ends the processes that left their trees but carry the Service's mark; a no-op
+	// where nothing can be found that way.
+	sweep(ctx context.Context) error
 	// close releases what the backend holds, once every tree is gone.
 	close()
-	// attach returns the tree of a started command. On error the leader has been ended and
-	// the caller only reaps it.
+	// attach returns the tree of a started command, which from then on owns the wait for its
+	// leader (the caller never calls cmd.Wait). On error the leader has been ended and
+	// reaped.
 	attach(cmd *exec.Cmd) (tree, error)
 }
 
@@ -26,10 +35,22 @@ type tree interface {
 	signal(sig os.Signal) error
 	term() error // the graceful stop request (SIGTERM to the group)
 	kill() error // the forced stop (SIGKILL to the group)
-	// alive reports whether members other than an unreaped leader may remain. Once it has
+	// finish ends what escaped the tree while it was being ended; a no-op where nothing
+	// escapes.
+	finish(ctx context.Context, grace time.Duration) error
+	// exited is closed once the leader has exited; exit then says how.
+	exited() <-chan struct{}
+	exit() exitInfo
+	// alive reports whether members other than an exited leader may remain. Once it has
 	// reported false it never reports true again, and the tree is never signalled again.
 	alive() bool
 	waitGone(ctx context.Context) error
-	// exitSignal names the signal that ended the leader, or "".
-	exitSignal(ps *os.ProcessState) string
+	members(ctx context.Context) ([]procinspect.Proc, error)
+}
+
+// exitInfo is how a leader ended.
+type exitInfo struct {
+	code   int    // -1 when a signal ended it or the status is unknown
+	signal string // "SIGKILL", ... or ""
+	err    error  // why the status is unknown, or nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -60,7 +61,28 @@ func (b *posixBackend) prepare(cmd *exec.Cmd) {
 func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
 	// The tree's cookie is the last entry prepare appended.
 	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
-	return posixTree{posix.NewTree(cmd.Process, c)}, nil
+	return posixTree{posix.NewTree(cmd, c)}, nil
+}
+
+// startError classifies the errno of a failed fork or exec.
+func (*posixBackend) startError(err error) (kind error, hint string) {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return nil, ""
+	}
+	switch errno {
+	case unix.ENOEXEC:
+		return ErrPermission, "the file is not a program this OS can run; add a #! line to a script"
+	case unix.EMFILE, unix.ENFILE:
+		return ErrLimit, "the process is out of file descriptors: close some, or raise RLIMIT_NOFILE"
+	case unix.EAGAIN:
+		return ErrLimit, "the user is out of processes (RLIMIT_NPROC) or the system out of pids: end some"
+	case unix.ENOMEM:
+		return ErrLimit, "the system is out of memory"
+	case unix.E2BIG:
+		return ErrLimit, "the arguments and environment are too large for exec (a single argument is limited to 128 KiB on Linux): pass large data through stdin or a file"
+	}
+	return nil, ""
 }
 
 // sweep ends (TERM, then KILL after grace) every process still carrying the Service's cookie.
@@ -75,7 +97,16 @@ func (t posixTree) signal(sig os.Signal) error {
 	if !ok {
 		return fmt.Errorf("%w: signal %v is not a POSIX signal", ErrInvalid, sig)
 	}
+	if !validSignal(s) {
+		return fmt.Errorf("%w: %d is not a signal number of this OS", ErrInvalid, int(s))
+	}
 	return t.t.Signal(s)
+}
+
+// validSignal reports whether s is 0 (the existence probe) or a signal this OS has: a named
+// one, or on Linux a real-time signal (32 to 64).
+func validSignal(s syscall.Signal) bool {
+	return s == 0 || s > 0 && (unix.SignalName(s) != "" || runtime.GOOS == "linux" && s >= 32 && s <= 64)
 }
 
 func (t posixTree) term() error { return t.both(unix.SIGTERM) }
@@ -98,14 +129,19 @@ func (t posixTree) finish(ctx context.Context, grace time.Duration) error {
 	return t.t.Finish(ctx, grace)
 }
 
+func (t posixTree) exited() <-chan struct{} { return t.t.Exited() }
+
+func (t posixTree) exit() exitInfo {
+	e, err := t.t.Exit()
+	x := exitInfo{code: e.Code, err: err}
+	if e.Signal != 0 {
+		x.signal = unix.SignalName(e.Signal)
+	}
+	return x
+}
+
 func (t posixTree) alive() bool                        { return t.t.Alive() }
 func (t posixTree) waitGone(ctx context.Context) error { return t.t.WaitGone(ctx) }
-func (t posixTree) exitSignal(ps *os.ProcessState) string {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return unix.SignalName(ws.Signal())
-	}
-	return ""
-}
 
 func (t posixTree) members(ctx context.Context) ([]procinspect.Proc, error) {
 	return t.t.Members(ctx)

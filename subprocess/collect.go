@@ -1,7 +1,9 @@
 package subprocess
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -52,29 +54,48 @@ type Delta struct {
 	Done    bool   // the stream has ended and Next == Total: nothing more will come
 }
 
-// spillPlace creates the per-process spill directory lazily and files in it.
+// spillPlace creates the Service's private spill directory lazily, and files in it. A failure
+// to make the directory is not remembered: the next stream that needs a spill file tries again.
 type spillPlace struct {
-	parent string // directory in which the 0700 per-process directory is made
+	parent string // directory in which the 0700 spill directory is made
 	mu     sync.Mutex
 	dir    string
-	err    error
 }
 
 func (p *spillPlace) create(stream string) (*os.File, error) {
 	p.mu.Lock()
-	if p.dir == "" && p.err == nil {
-		p.dir, p.err = os.MkdirTemp(p.parent, "subkit-spill-") // 0700
+	defer p.mu.Unlock()
+	for try := 0; ; try++ {
+		if p.dir == "" {
+			dir, err := os.MkdirTemp(p.parent, "subkit-spill-") // 0700
+			if err != nil {
+				return nil, err
+			}
+			p.dir = dir
+		}
+		f, err := os.CreateTemp(p.dir, stream+"-*.log") // 0600, O_EXCL, random name
+		if errors.Is(err, fs.ErrNotExist) && try == 0 {
+			p.dir = "" // a retention sweep removed the emptied directory: make a new one
+			continue
+		}
+		return f, err
 	}
-	dir, err := p.dir, p.err
-	p.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return os.CreateTemp(dir, stream+"-*.log") // 0600, O_EXCL, random name
+}
+
+// path is the directory, or "" while none has been needed.
+func (p *spillPlace) path() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dir
 }
 
 // collector keeps the tail of one output stream and, optionally, the whole stream in a spill
 // file. The pump goroutine writes; any goroutine reads.
+//
+// A stream may outlive the result (a daemon still writes to it): the pump goes on until end of
+// file or until it is cut (Terminate, Close), and the bytes go on into the tail and the spill.
+// Once the result has published the spill file's path, the file is never removed: a stream that
+// then outgrows SpillBytes stops growing the file, which keeps a complete prefix of the stream.
 type collector struct {
 	name     string
 	place    *spillPlace
@@ -83,11 +104,12 @@ type collector struct {
 	mu        sync.Mutex
 	ring      *tail.Ring
 	spill     *os.File // open while the stream runs and the spill is complete
-	spillPath string   // set while a complete spill exists (open or sealed)
+	spillPath string   // set while a spill exists (open or sealed)
+	spillLen  int64    // bytes the spill file holds: the stream's first spillLen bytes
 	spillErr  error
-	wantSpill bool // spill not yet created and not given up
-	ended     bool // the pump finished
-	sealed    bool
+	wantSpill bool          // spill not yet created and not given up
+	published bool          // a result has named the spill file: it is kept whatever happens next
+	ended     bool          // the pump finished
 	wake      chan struct{} // closed on the next write or at the end; nil until asked for
 
 	done chan struct{} // closed when the pump returns
@@ -110,12 +132,14 @@ const (
 	readMax   = 1 << 20
 )
 
-// pump reads r to its end (or until r's read deadline cuts it) and closes r. Any read error
-// ends the stream: EOF for a pipe, EIO for a pty master whose terminal has no holder left.
-// With text set, the bytes go through a UTF-8 bridge, so the stream holds whole code points.
+// pump reads r to its end (or until cut stops it) and closes r. Any read error ends the
+// stream: EOF for a pipe, EIO for a pty master whose terminal has no holder left. With text
+// set, the bytes go through a UTF-8 bridge, so the stream holds whole code points. When the
+// stream ends, the spill file is sealed.
 func (c *collector) pump(r *os.File, text bool) {
 	defer close(c.done)
 	defer r.Close()
+	defer c.seal()
 	buf := make([]byte, readFirst)
 	full := 0 // consecutive reads that filled buf
 	var bridge *utf8bridge.Bridge
@@ -125,6 +149,10 @@ func (c *collector) pump(r *os.File, text bool) {
 	}
 	for {
 		n, err := r.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Cut: what the pipe already holds is still read, without waiting for more.
+			n, err = readNow(r, buf)
+		}
 		if n > 0 {
 			if bridge != nil {
 				conv = bridge.Feed(conv[:0], buf[:n])
@@ -173,9 +201,15 @@ func (c *collector) write(p []byte) {
 	}
 	if c.spill != nil {
 		if total > c.spillCap {
-			c.dropSpill(nil)
+			if c.published {
+				c.closeSpill() // the file keeps the stream's first spillLen bytes
+			} else {
+				c.dropSpill(nil)
+			}
 		} else if _, err := c.spill.Write(p); err != nil {
 			c.dropSpill(fmt.Errorf("write spill file: %w", err))
+		} else {
+			c.spillLen = total
 		}
 	}
 	c.ring.Write(p)
@@ -192,41 +226,64 @@ func (c *collector) startSpill() {
 	c.spill, c.spillPath = f, f.Name()
 	if _, err := f.Write(c.ring.Bytes()); err != nil {
 		c.dropSpill(fmt.Errorf("write spill file: %w", err))
+		return
 	}
+	c.spillLen = c.ring.Total()
 }
 
-// dropSpill gives up the spill file, which would now be incomplete.
+// dropSpill gives up the spill file, which would now be incomplete. A published file is
+// closed and kept instead.
 func (c *collector) dropSpill(why error) {
+	if c.published {
+		c.closeSpill()
+		c.spillErr = why
+		return
+	}
 	c.spill.Close()
 	os.Remove(c.spillPath)
-	c.spill, c.spillPath, c.spillErr = nil, "", why
+	c.spill, c.spillPath, c.spillLen, c.spillErr = nil, "", 0, why
 }
 
-// cut makes a pump still blocked on r return now (descendants hold the pipe open).
+// closeSpill closes a published spill file that will not grow any more.
+func (c *collector) closeSpill() {
+	if err := c.spill.Close(); err != nil && c.spillErr == nil {
+		c.spillErr = fmt.Errorf("close spill file: %w", err)
+	}
+	c.spill = nil
+}
+
+// cut makes a pump still blocked on r return as soon as it has read what r already holds.
 func cut(r *os.File) {
 	if r != nil {
 		r.SetReadDeadline(time.Unix(1, 0))
 	}
 }
 
-// seal closes the spill file; when that fails the path is not published.
+// seal closes the spill file once the stream has ended; when that fails before a result has
+// named the file, the path is not published.
 func (c *collector) seal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sealed = true
 	if c.spill == nil {
+		return
+	}
+	if c.published {
+		c.closeSpill()
 		return
 	}
 	if err := c.spill.Close(); err != nil {
 		os.Remove(c.spillPath)
-		c.spillPath, c.spillErr = "", fmt.Errorf("close spill file: %w", err)
+		c.spillPath, c.spillLen, c.spillErr = "", 0, fmt.Errorf("close spill file: %w", err)
 	}
 	c.spill = nil
 }
 
-func (c *collector) result() StreamResult {
+// result is the stream as it stands; with publish set, the spill file it names is kept from
+// now on, whatever the stream does next.
+func (c *collector) result(publish bool) StreamResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.published = c.published || publish && c.spillPath != ""
 	return StreamResult{
 		Tail:       c.ring.Bytes(),
 		TotalBytes: c.ring.Total(),
@@ -251,47 +308,55 @@ func (c *collector) updated() <-chan struct{} {
 	return c.wake
 }
 
-// read serves an offset read; max <= 0 means everything available.
+// read serves an offset read; max <= 0 means everything available. Bytes older than the tail
+// are read from the spill file outside the lock, so a slow disk never stalls the pump.
 func (c *collector) read(from int64, max int) (Delta, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	total := c.ring.Total()
 	if from < 0 || from > total {
+		c.mu.Unlock()
 		return Delta{}, invalid("read output", c.name,
 			fmt.Sprintf("offset %d is outside the stream [0, %d]", from, total))
 	}
-	d := Delta{From: from, Total: total}
-	if from < c.ring.Start() && c.spillPath != "" {
-		data, err := c.readSpill(from, total, max)
-		if err == nil {
-			d.Data = data
-		} else {
-			d.From = c.ring.Start() // the file went away: serve what the tail has
-		}
+	if from >= c.ring.Start() || from >= c.spillLen || c.spillPath == "" {
+		defer c.mu.Unlock()
+		return c.fromRing(from, max, total), nil
 	}
-	if d.Data == nil {
-		d.Data, d.From = c.ring.ReadAt(from, max)
+	path, end, ended := c.spillPath, min(total, c.spillLen), c.ended
+	c.mu.Unlock()
+
+	if data, err := readSpill(path, from, end, max); err == nil {
+		d := Delta{From: from, Data: data, Total: total}
+		d.Next = d.From + int64(len(data))
+		d.Done = ended && d.Next == total
+		return d, nil
 	}
+	c.mu.Lock() // the file went away: serve what the tail has
+	defer c.mu.Unlock()
+	return c.fromRing(from, max, total), nil
+}
+
+// fromRing serves a read from the tail. Called with c.mu held.
+func (c *collector) fromRing(from int64, max int, total int64) Delta {
+	d := Delta{Total: total}
+	d.Data, d.From = c.ring.ReadAt(from, max)
 	d.Dropped = d.From - from
 	d.Next = d.From + int64(len(d.Data))
 	d.Done = c.ended && d.Next == total
-	return d, nil
+	return d
 }
 
-// readSpill reads [from, total) from the spill file, capped at max bytes. Called with c.mu held.
-func (c *collector) readSpill(from, total int64, max int) ([]byte, error) {
-	n := total - from
+// readSpill reads [from, end) of the spill file at path, capped at max bytes.
+func readSpill(path string, from, end int64, max int) ([]byte, error) {
+	n := end - from
 	if max > 0 && n > int64(max) {
 		n = int64(max)
 	}
-	f := c.spill
-	if f == nil { // sealed: read through the published path
-		var err error
-		if f, err = os.Open(c.spillPath); err != nil {
-			return nil, err
-		}
-		defer f.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
+	defer f.Close()
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, from); err != nil {
 		return nil, err

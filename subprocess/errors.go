@@ -1,12 +1,14 @@
 package subprocess
 
 import (
+	"context"
 	"errors"
 	"strings"
 )
 
-// Sentinel kinds. Every error the Service returns wraps one of these (test with errors.Is) and
-// an *Error that says what was being done (test with errors.As).
+// Sentinel kinds. Every error the Service, a Handle or a Terminal returns is an *Error that says
+// what was being done (test with errors.As) and wraps one of these (test with errors.Is), or,
+// when a context ended the operation, the context's error.
 var (
 	// ErrClosed: the Service was closed; create a new one.
 	ErrClosed = errors.New("service is closed")
@@ -19,7 +21,16 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrUnsupported: the platform has no implementation of the requested capability.
 	ErrUnsupported = errors.New("not supported on this platform")
+	// ErrLimit: a resource ran out: Config.MaxLive, file descriptors (EMFILE, ENFILE),
+	// processes (EAGAIN from fork), memory, or the size of the arguments and environment
+	// (E2BIG). The hint says which.
+	ErrLimit = errors.New("resource limit reached")
+	// ErrSystem: the operating system failed the operation for a reason the other kinds do
+	// not name (a tree that outlived SIGKILL, an unexpected errno); the message has the cause.
+	ErrSystem = errors.New("system error")
 )
+
+var sentinels = []error{ErrClosed, ErrNotFound, ErrPermission, ErrInvalid, ErrUnsupported, ErrLimit, ErrSystem}
 
 // Error describes a failed operation of the Service or a Handle.
 type Error struct {
@@ -54,16 +65,32 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the kind and the cause, so errors.Is matches both.
+// Unwrap returns the kind and the cause, so errors.Is matches both. An Error whose Kind is nil
+// and whose cause wraps neither a sentinel nor a context error has the kind ErrSystem.
 func (e *Error) Unwrap() []error {
 	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
+	if k := e.kind(); k != nil {
+		errs = append(errs, k)
 	}
 	if e.Err != nil {
 		errs = append(errs, e.Err)
 	}
 	return errs
+}
+
+func (e *Error) kind() error {
+	if e.Kind != nil {
+		return e.Kind
+	}
+	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return nil
+	}
+	for _, k := range sentinels {
+		if errors.Is(e.Err, k) {
+			return nil
+		}
+	}
+	return ErrSystem
 }
 
 func invalid(op, name, format string) error {

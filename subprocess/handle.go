@@ -6,27 +6,37 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
 )
 
-// Result is how a spawned tree ended, final once the Handle settles.
+// Result is how a spawned tree ended: a snapshot taken when the Handle settles. Streams that
+// daemons still hold go on after it (see Handle.ReadOutput).
 type Result struct {
 	Pid      int
-	ExitCode int    // the leader's exit status; -1 when a signal ended it
+	ExitCode int    // the leader's exit status; -1 when a signal ended it or the status is unknown
 	Signal   string // "SIGKILL", "SIGTERM", ... when a signal ended the leader; "" otherwise
-	TimedOut bool   // Spec.Timeout expired and the Service terminated the tree
+	// ExitErr says why the leader's exit status is unknown (ExitCode is then -1): for
+	// instance, something else in the host process reaped it. It is nil otherwise.
+	ExitErr error
+	// TimedOut is true when Spec.Timeout expired before the result settled and the Service
+	// terminated the tree: while the leader ran, or while the drain waited for descendants
+	// that held its pipes. A leader that exited on its own, with its pipes drained, before the
+	// timeout is never TimedOut.
+	TimedOut bool
 	Duration time.Duration
 	// PipesHeld is true when descendants still held a collected output pipe open after the
-	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without waiting for them.
+	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without
+	// waiting for them. Their output goes on into the same tail and spill, readable with
+	// ReadOutput, until they close the pipe or Terminate or Close ends them.
 	PipesHeld bool
-	Stdout    StreamResult // zero unless the stream was collected
+	Stdout    StreamResult // zero unless the stream was collected; the stream as it stood at settlement
 	Stderr    StreamResult
 }
 
-// Handle is one spawned process tree. All methods are safe for concurrent use.
+// Handle is one spawned process tree. All methods are safe for concurrent use. Methods of a
+// zero or nil Handle return an error wrapping ErrInvalid (or a zero value) and never block.
 type Handle struct {
 	svc   *Service
 	argv  []string
@@ -39,51 +49,80 @@ type Handle struct {
 	stdin          *os.File // the caller's pipe end (InputPipe)
 	stdout, stderr *os.File // the caller's pipe ends (Pipe)
 	collectors     [2]*collector
-	place          *spillPlace
-	pumpsR         [2]*os.File   // read ends the pumps own, for cutting the drain
+	pumpsR         [2]*os.File   // read ends the pumps own, for cutting them
+	pumpsDone      chan struct{} // closed when every pump has returned
 	feedDone       chan struct{} // closed when the InputBytes writer has returned, or nil
 	feedW          *os.File
 
-	leaderDone chan struct{} // closed once the leader has been reaped
+	leaderDone chan struct{} // closed once the leader has exited
 	settledCh  chan struct{} // closed once result is final
+	endedCh    chan struct{} // closed once the Handle has left the Service's live set
 	result     Result
-	timedOut   atomic.Bool
 
-	termMu  sync.Mutex
-	termRun *termRun
+	term memo
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-type termRun struct {
-	done chan struct{}
-	err  error
+// Pid is the leader's process id (also the process group id on POSIX).
+func (h *Handle) Pid() int {
+	if h == nil {
+		return 0
+	}
+	return h.pid
 }
 
-// Pid is the leader's process id (also the process group id on POSIX).
-func (h *Handle) Pid() int { return h.pid }
+// valid reports whether h was made by Spawn; otherwise it returns the error for op.
+func (h *Handle) valid(op string) error {
+	if h == nil || h.svc == nil {
+		return &Error{Op: op, Kind: ErrInvalid, Err: errors.New("the Handle was not returned by Spawn"),
+			Hint: "use the *Handle that Service.Spawn returned"}
+	}
+	return nil
+}
 
-// SpillDir is the private directory holding this handle's spill files, or "" while none has
-// been needed. Its files outlive the handle; their owner removes them.
+// SpillDir is the Service's private directory that holds spill files, or "" while none has
+// been needed. Its files outlive the handle and the Service; their owner removes them.
 func (h *Handle) SpillDir() string {
-	h.place.mu.Lock()
-	defer h.place.mu.Unlock()
-	return h.place.dir
+	if h.valid("spill dir") != nil {
+		return ""
+	}
+	return h.svc.spill.path()
 }
 
 // Argv is the argument vector the leader was started with.
-func (h *Handle) Argv() []string { return append([]string(nil), h.argv...) }
+func (h *Handle) Argv() []string {
+	if h.valid("argv") != nil {
+		return nil
+	}
+	return append([]string(nil), h.argv...)
+}
 
 // Stdin is the write end of the child's stdin when Spec.Stdin is InputPipe, else nil. Close
 // it to send end-of-file.
-func (h *Handle) Stdin() io.WriteCloser { return nilIfNone(h.stdin) }
+func (h *Handle) Stdin() io.WriteCloser {
+	if h.valid("stdin") != nil {
+		return nil
+	}
+	return nilIfNone(h.stdin)
+}
 
 // Stdout is the read end of the child's stdout when its disposition is Pipe, else nil.
-func (h *Handle) Stdout() io.ReadCloser { return nilIfNone(h.stdout) }
+func (h *Handle) Stdout() io.ReadCloser {
+	if h.valid("stdout") != nil {
+		return nil
+	}
+	return nilIfNone(h.stdout)
+}
 
 // Stderr is the read end of the child's stderr when its disposition is Pipe, else nil.
-func (h *Handle) Stderr() io.ReadCloser { return nilIfNone(h.stderr) }
+func (h *Handle) Stderr() io.ReadCloser {
+	if h.valid("stderr") != nil {
+		return nil
+	}
+	return nilIfNone(h.stderr)
+}
 
 func nilIfNone(f *os.File) interface {
 	io.ReadWriteCloser
@@ -95,14 +134,30 @@ func nilIfNone(f *os.File) interface {
 }
 
 // Done is closed when the result is final: the leader has exited and the collected streams
-// have drained (or the drain grace has run out).
-func (h *Handle) Done() <-chan struct{} { return h.settledCh }
+// have drained (or the drain grace has run out). For a Handle not made by Spawn it is
+// closed already.
+func (h *Handle) Done() <-chan struct{} {
+	if h.valid("done") != nil {
+		return closedChan()
+	}
+	return h.settledCh
+}
 
-func (h *Handle) finished() bool { return isClosed(h.settledCh) && !h.tree.alive() }
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
 
 // Wait returns the result once the handle settles, or ctx's error first. It does not end the
-// tree: pair it with Terminate to bound it.
+// tree: pair it with Terminate, or set Spec.Timeout, to bound it.
 func (h *Handle) Wait(ctx context.Context) (Result, error) {
+	if err := h.valid("wait"); err != nil {
+		return Result{}, err
+	}
+	if err := checkCtx("wait", h.argv[0], ctx); err != nil {
+		return Result{}, err
+	}
 	select {
 	case <-h.settledCh:
 		return h.result, nil
@@ -112,55 +167,69 @@ func (h *Handle) Wait(ctx context.Context) (Result, error) {
 }
 
 // WaitForExit returns once no member of the tree is left (the leader and every process still
-// in its group), or with ctx's error. It lets a consumer's teardown confirm all is quiet.
+// in its group, and on Linux the processes Terminate found outside it), or with ctx's error.
+// It lets a consumer's teardown confirm all is quiet.
 func (h *Handle) WaitForExit(ctx context.Context) error {
-	select {
-	case <-h.leaderDone:
-	case <-ctx.Done():
-		return &Error{Op: "wait for exit", Name: h.argv[0], Err: ctx.Err()}
+	if err := h.valid("wait for exit"); err != nil {
+		return err
 	}
-	if err := h.tree.waitGone(ctx); err != nil {
+	if err := checkCtx("wait for exit", h.argv[0], ctx); err != nil {
+		return err
+	}
+	if err := h.waitTree(ctx); err != nil {
 		return &Error{Op: "wait for exit", Name: h.argv[0], Err: err}
 	}
 	return nil
 }
 
+func (h *Handle) waitTree(ctx context.Context) error {
+	select {
+	case <-h.leaderDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return h.tree.waitGone(ctx)
+}
+
 // Signal sends sig to the whole tree (the process group on POSIX, falling back to the
-// leader). A tree already gone is not an error.
+// leader). A tree already gone is not an error; a signal this OS does not have is ErrInvalid.
 func (h *Handle) Signal(sig os.Signal) error {
+	if err := h.valid("signal"); err != nil {
+		return err
+	}
+	if sig == nil {
+		return invalid("signal", h.argv[0], "no signal given")
+	}
 	if err := h.tree.signal(sig); err != nil {
-		return &Error{Op: "signal", Name: h.argv[0], Err: err}
+		e := &Error{Op: "signal", Name: h.argv[0], Err: err}
+		if errors.Is(err, ErrInvalid) {
+			e.Kind = ErrInvalid
+		}
+		return e
 	}
 	return nil
 }
 
 // Terminate ends the tree: SIGTERM to every member, then SIGKILL to whatever is left after
-// the grace. Members are the process group and, on Linux, the processes that left it but
-// carry the tree's cookie (setsid daemons, double forks), found by a sweep of the process
-// table even when the group itself is already gone. It returns once all of them are gone, or
-// with ctx's error (the escalation still runs to its end in the background). Concurrent calls
-// share one escalation; a call after a successful one returns at once. It reports a tree still
-// present well after SIGKILL.
+// the grace. Members are the process group (held safe to signal by its unreaped leader, so a
+// member that cleared its environment is reached too) and, on Linux, the processes that left
+// it but carry the tree's cookie (setsid daemons, double forks), found by a sweep of the
+// process table even when the group itself is already gone. Once they are gone it stops
+// reading the collected streams (what the pipes hold is still read), so the Handle lets go of
+// them. It returns once all of them are gone, or with ctx's error (the escalation still runs
+// to its end in the background). Concurrent calls share one escalation; a call after a
+// successful one returns at once. It reports a tree still present well after SIGKILL.
 func (h *Handle) Terminate(ctx context.Context) error {
-	h.termMu.Lock()
-	run := h.termRun
-	if run == nil || (isClosed(run.done) && run.err != nil) {
-		run = &termRun{done: make(chan struct{})}
-		h.termRun = run
-		go h.escalate(run)
+	if err := h.valid("terminate"); err != nil {
+		return err
 	}
-	h.termMu.Unlock()
-	select {
-	case <-run.done:
-		return run.err
-	case <-ctx.Done():
-		return &Error{Op: "terminate", Name: h.argv[0], Err: ctx.Err(),
-			Hint: "the escalation goes on; call WaitForExit to learn when the tree is gone"}
+	if err := checkCtx("terminate", h.argv[0], ctx); err != nil {
+		return err
 	}
+	return h.term.run(ctx, h.escalate, "terminate", h.argv[0])
 }
 
-func (h *Handle) escalate(run *termRun) {
-	defer close(run.done)
+func (h *Handle) escalate() error {
 	// Even when the group is gone, processes that left it carrying the tree's cookie may
 	// remain: term sweeps for them (one read of the process table).
 	var errs []error
@@ -181,47 +250,43 @@ func (h *Handle) escalate(run *termRun) {
 		cancel()
 	}
 	// Escaped processes may have started others while they were being ended.
-	if f, ok := h.tree.(interface {
-		finish(context.Context, time.Duration) error
-	}); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), killWait+h.grace)
-		if err := f.finish(ctx, h.grace); err != nil {
-			errs = append(errs, err)
-		}
-		cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), killWait+h.grace)
+	if err := h.tree.finish(ctx, h.grace); err != nil {
+		errs = append(errs, err)
 	}
+	cancel()
 	if len(errs) > 0 {
-		run.err = &Error{Op: "terminate", Name: h.argv[0], Err: errors.Join(errs...)}
+		return &Error{Op: "terminate", Name: h.argv[0], Err: errors.Join(errs...)}
 	}
+	h.cutPumps() // what still holds the pipes is not of the tree
+	return nil
 }
 
-// treeAlive: the leader has not been reaped, or its group has members.
-func (h *Handle) treeAlive() bool {
-	return !isClosed(h.leaderDone) || h.tree.alive()
-}
-
-func (h *Handle) waitTree(ctx context.Context) error {
-	select {
-	case <-h.leaderDone:
-	case <-ctx.Done():
-		return ctx.Err()
+// cutPumps makes every pump return once it has read what its pipe holds.
+func (h *Handle) cutPumps() {
+	for _, r := range h.pumpsR {
+		cut(r)
 	}
-	return h.tree.waitGone(ctx)
 }
 
 // Members lists the processes of the tree alive now, as exact identities with their parent,
 // group and session: on POSIX the members of its process group (until the group has been seen
 // empty) and, on Linux, processes that left the group but carry the tree's cookie. After the
-// result settles it tells whether daemons outlived the leader.
+// result settles it tells whether daemons outlived the leader. Windows: ErrUnsupported.
 func (h *Handle) Members(ctx context.Context) ([]procinspect.Proc, error) {
-	m, ok := h.tree.(interface {
-		members(context.Context) ([]procinspect.Proc, error)
-	})
-	if !ok {
-		return nil, &Error{Op: "members", Name: h.argv[0], Kind: ErrUnsupported}
+	if err := h.valid("members"); err != nil {
+		return nil, err
 	}
-	procs, err := m.members(ctx)
+	if err := checkCtx("members", h.argv[0], ctx); err != nil {
+		return nil, err
+	}
+	procs, err := h.tree.members(ctx)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Name = h.argv[0]
+			return procs, e
+		}
 		return procs, &Error{Op: "members", Name: h.argv[0], Err: err}
 	}
 	return procs, nil
@@ -230,8 +295,13 @@ func (h *Handle) Members(ctx context.Context) ([]procinspect.Proc, error) {
 // ReadOutput reads a collected stream from offset from (whole-stream byte coordinates), at most
 // max bytes (all that is available when max <= 0). Bytes the tail no longer holds come from the
 // spill file while it exists; otherwise they are reported as Dropped. The handle keeps no
-// cursor: any number of readers may read from any offset, before and after settlement.
+// cursor: any number of readers may read from any offset, before and after settlement. After
+// settlement a stream that daemons still hold keeps growing (Result.PipesHeld) until they close
+// it or Terminate or Close ends them: the Result is the snapshot, ReadOutput the stream.
 func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
+	if err := h.valid("read output"); err != nil {
+		return Delta{}, err
+	}
 	if s != Stdout && s != Stderr {
 		return Delta{}, invalid("read output", s.String(), "stream must be Stdout or Stderr")
 	}
@@ -245,25 +315,29 @@ func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 // Updated returns a channel that is closed when stream s receives bytes after the call, or
 // ends; a reader waits on it instead of polling ReadOutput. It is nil when s is not collected.
 func (h *Handle) Updated(s Stream) <-chan struct{} {
-	if s != Stdout && s != Stderr || h.collectors[s-1] == nil {
+	if h.valid("updated") != nil || s != Stdout && s != Stderr || h.collectors[s-1] == nil {
 		return nil
 	}
 	return h.collectors[s-1].updated()
 }
 
-// Close terminates the tree if its group is still alive, waits for the result to settle, and
-// closes every descriptor the handle handed out (Stdin, Stdout, Stderr pipes). Spill files are
-// kept. It does not sweep for processes that left a group already gone: Terminate and
-// Service.Close do. It is safe to call more than once.
+// Close terminates the tree if anything of it is still alive, waits for the result to settle,
+// stops reading the collected streams and closes every descriptor the handle handed out
+// (Stdin, Stdout, Stderr pipes). Spill files are kept. It does not sweep for processes that
+// left a group already gone: Terminate and Service.Close do. It is safe to call more than once.
 func (h *Handle) Close() error {
+	if err := h.valid("close"); err != nil {
+		return err
+	}
 	h.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
 		defer cancel()
-		if h.treeAlive() {
+		if !isClosed(h.leaderDone) || h.tree.alive() {
 			h.closeErr = h.Terminate(ctx)
 		}
+		h.cutPumps()
 		select {
-		case <-h.settledCh:
+		case <-h.endedCh:
 		case <-ctx.Done():
 		}
 		for _, f := range []*os.File{h.stdin, h.stdout, h.stderr} {
@@ -275,38 +349,48 @@ func (h *Handle) Close() error {
 	return h.closeErr
 }
 
-// run waits for the leader, drains, settles. It is the handle's one long-lived goroutine.
-func (h *Handle) run(wait func() (*os.ProcessState, error), timeout time.Duration) {
-	var timer *time.Timer
+// run waits for the leader, drains, settles, and then follows the streams and the tree until
+// both are gone. It is the handle's one long-lived goroutine; it holds no OS thread.
+func (h *Handle) run(timeout time.Duration) {
+	var timeoutC <-chan time.Time
 	if timeout > 0 {
-		timer = time.AfterFunc(timeout, func() {
-			h.timedOut.Store(true)
-			h.Terminate(context.Background())
-		})
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timeoutC = t.C
 	}
-	state, _ := wait()
+	timedOut := false
+	onTimeout := func() {
+		timedOut, timeoutC = true, nil
+		go h.Terminate(context.Background())
+	}
+	select {
+	case <-h.tree.exited():
+	case <-timeoutC:
+		select {
+		case <-h.tree.exited(): // it exited on its own as the timer fired
+			timeoutC = nil
+		default:
+			onTimeout()
+		}
+		<-h.tree.exited()
+	}
+	exit := h.tree.exit()
 	close(h.leaderDone)
-	if timer != nil {
-		timer.Stop()
-	}
 
-	// Bounded drain: descendants may hold the pipes open.
+	// Bounded drain: descendants may hold the pipes open. The timeout bounds it too.
 	drain := time.NewTimer(h.drain)
 	held := false
-	for i, c := range h.collectors {
-		if c == nil {
-			continue
+wait:
+	for {
+		select {
+		case <-h.pumpsDone:
+			break wait
+		case <-drain.C:
+			held = true
+			break wait
+		case <-timeoutC:
+			onTimeout() // Terminate ends the holders, then stops reading
 		}
-		if !held {
-			select {
-			case <-c.done:
-				continue
-			case <-drain.C:
-				held = true
-			}
-		}
-		cut(h.pumpsR[i])
-		<-c.done
 	}
 	drain.Stop()
 	if h.feedDone != nil {
@@ -314,17 +398,19 @@ func (h *Handle) run(wait func() (*os.ProcessState, error), timeout time.Duratio
 		<-h.feedDone
 	}
 
-	r := Result{Pid: h.pid, ExitCode: -1, TimedOut: h.timedOut.Load(), PipesHeld: held}
-	if state != nil {
-		r.ExitCode = state.ExitCode()
-		r.Signal = h.tree.exitSignal(state)
+	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
+		TimedOut: timedOut, PipesHeld: held}
+	if exit.err != nil {
+		h.svc.log.Warn("leader's exit status unknown", "pid", h.pid, "err", exit.err)
 	}
 	for i, c := range h.collectors {
 		if c == nil {
 			continue
 		}
-		c.seal()
-		sr := c.result()
+		if !held {
+			<-c.done // sealed
+		}
+		sr := c.result(true)
 		if sr.SpillErr != nil {
 			h.svc.log.Warn("spill file lost", "pid", h.pid, "stream", c.name, "err", sr.SpillErr)
 		}
@@ -337,7 +423,26 @@ func (h *Handle) run(wait func() (*os.ProcessState, error), timeout time.Duratio
 	r.Duration = time.Since(h.start)
 	h.result = r
 	close(h.settledCh)
-	h.svc.settled(h)
+
+	// Daemons may outlive the result: the Handle stays live until they and their output are
+	// gone, so Service.Close still ends them.
+	<-h.pumpsDone
+	if err := h.tree.waitGone(context.Background()); err != nil {
+		h.svc.log.Warn("tree not followed to its end", "pid", h.pid, "err", err)
+	}
+	h.svc.forget(h)
+	close(h.endedCh)
+}
+
+func (h *Handle) ended() <-chan struct{} { return h.endedCh }
+
+// checkCtx refuses a nil ctx.
+func checkCtx(op, name string, ctx context.Context) error {
+	if ctx == nil {
+		return &Error{Op: op, Name: name, Kind: ErrInvalid, Err: errors.New("nil context"),
+			Hint: "pass context.Background() for no deadline"}
+	}
+	return nil
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -347,4 +452,46 @@ func isClosed(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// memo runs one escalation at a time and remembers a successful one: concurrent callers share
+// the run in progress, a caller after a success returns at once, a caller after a failure
+// starts a new run.
+type memo struct {
+	mu  sync.Mutex
+	cur *memoRun
+}
+
+type memoRun struct {
+	done chan struct{}
+	err  error
+}
+
+// run waits for the current run of f (starting one if needed), or for ctx.
+func (m *memo) run(ctx context.Context, f func() error, op, name string) error {
+	m.mu.Lock()
+	r := m.cur
+	if r == nil || isClosed(r.done) && r.err != nil {
+		r = &memoRun{done: make(chan struct{})}
+		m.cur = r
+		go func() {
+			r.err = f()
+			close(r.done)
+		}()
+	}
+	m.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return &Error{Op: op, Name: name, Err: ctx.Err(),
+			Hint: "the escalation goes on in the background; WaitForExit tells when the tree is gone"}
+	}
+}
+
+// succeeded reports whether a run has ended without error.
+func (m *memo) succeeded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur != nil && isClosed(m.cur.done) && m.cur.err == nil
 }

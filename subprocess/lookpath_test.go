@@ -126,15 +126,15 @@ func TestServiceResolveWindowsRules(t *testing.T) {
 	cmd := touchExe(t, dir, "tool.cmd")
 	s := &Service{cwd: t.TempDir(), rules: envRules{foldCase: true}, paths: windowsPathRules("")}
 
-	got, err := s.resolve("tool", []string{"Path=" + dir, "PathExt=.CMD"})
+	got, err := s.resolve("tool", []string{"Path=" + dir, "PathExt=.CMD"}, s.cwd)
 	require.NoError(t, err)
 	assert.Equal(t, cmd, got, "Path and PathExt are found whatever their case")
 
-	got, err = s.resolve("tool", []string{"path=" + dir})
+	got, err = s.resolve("tool", []string{"path=" + dir}, s.cwd)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "tool.exe"), got, "no PATHEXT: the default list")
 
-	got, err = s.resolve("tool", []string{"PATH=" + dir, "pathext=.exe", "PATHEXT=.cmd"})
+	got, err = s.resolve("tool", []string{"PATH=" + dir, "pathext=.exe", "PATHEXT=.cmd"}, s.cwd)
 	require.NoError(t, err)
 	assert.Equal(t, cmd, got, "the later of two spellings wins, as in the child")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sync"
@@ -27,17 +28,22 @@ type Config struct {
 	AllowEnv []string
 	// TempDir is where the private runtime root is created; empty means os.TempDir().
 	TempDir string
-	// SpillDir is where each process's private spill directory is created, lazily; empty
-	// means os.TempDir(). Spill files outlive the Service: their owner removes them.
+	// SpillDir is where the Service's private (0700) spill directory is created, lazily, the
+	// first time a stream needs a spill file; empty means os.TempDir(). Spill files outlive the
+	// Service: their owner removes them.
 	SpillDir string
+	// MaxLive, when > 0, bounds the trees live at once (Spawn and SpawnTerminal): a tree is
+	// live from Spawn until nothing of it is left, its daemons and their output included.
+	// Spawn beyond it fails at once with ErrLimit; it never queues. 0 means no limit.
+	MaxLive int
 	// Logger receives diagnostics (spill failures, cleanup trouble); nil means none.
 	Logger *slog.Logger
 	// KillOnHostExit makes each leader receive SIGKILL if this process dies without closing
 	// the Service (Linux: a parent-death signal, set from one OS thread that lives as long as
 	// the Service, since the signal fires when the creating thread exits). It reaches the
 	// leader only: group members that outlive it are ended by Terminate and Close, not by the
-	// host's death. On Windows every tree already dies with the host (job objects). Elsewhere
-	// New fails with ErrUnsupported.
+	// host's death. On Windows every tree already dies with the host (job objects), and
+	// KillOnHostExit changes nothing. On other systems New fails with ErrUnsupported.
 	KillOnHostExit bool
 }
 
@@ -52,12 +58,14 @@ type Service struct {
 	env     []string
 	rules   envRules
 	paths   pathRules
-	spill   string
+	spill   spillPlace
+	maxLive int
 	log     *slog.Logger
 	backend backend
 
 	mu       sync.Mutex
 	closed   bool
+	pending  int            // spawns admitted and not yet registered
 	inflight sync.WaitGroup // spawns between the closed check and registration
 	live     map[owned]struct{}
 	closeErr error
@@ -67,6 +75,9 @@ type Service struct {
 // New creates a Service: it records the host cwd, scrubs the environment and creates the
 // private runtime root.
 func New(cfg Config) (*Service, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, &Error{Op: "new service", Err: err, Hint: "the host's working directory is gone"}
@@ -94,7 +105,7 @@ func New(cfg Config) (*Service, error) {
 	root, err := os.MkdirTemp(tmp, "subkit-runtime-")
 	if err != nil {
 		be.close()
-		return nil, &Error{Op: "new service", Name: tmp, Err: err, Hint: "set Config.TempDir to a writable directory"}
+		return nil, &Error{Op: "new service", Name: tmp, Kind: pathKind(err), Err: err, Hint: "set Config.TempDir to an existing, writable directory"}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -102,37 +113,93 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		cwd: cwd, root: root, env: scrubEnv(env, prefix, cfg.AllowEnv, be.envRules()),
-		rules: be.envRules(), paths: be.pathRules(), spill: spill, log: log, backend: be,
+		rules: be.envRules(), paths: be.pathRules(), spill: spillPlace{parent: spill}, maxLive: cfg.MaxLive,
+		log: log, backend: be,
 		live: make(map[owned]struct{}), closing: make(chan struct{}),
 	}, nil
 }
 
+func (c *Config) check() error {
+	if c.MaxLive < 0 {
+		return invalid("new service", "MaxLive", fmt.Sprintf("%d is negative; use 0 for no limit", c.MaxLive))
+	}
+	if c.Env != nil {
+		if err := checkEnv(c.Env); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Op, e.Name = "new service", "Config.Env"
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// pathKind is the kind of a failure to use a configured directory.
+func pathKind(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ErrNotFound
+	case errors.Is(err, fs.ErrPermission):
+		return ErrPermission
+	}
+	return ErrInvalid
+}
+
+// valid reports whether s was made by New; otherwise it returns the error for op.
+func (s *Service) valid(op string) error {
+	if s == nil || s.live == nil {
+		return &Error{Op: op, Kind: ErrInvalid, Err: errors.New("the Service was not created by New"),
+			Hint: "create it with subprocess.New"}
+	}
+	return nil
+}
+
 // Cwd is the host's working directory when the Service was created; the default Dir of a Spec.
-func (s *Service) Cwd() string { return s.cwd }
+func (s *Service) Cwd() string {
+	if s.valid("cwd") != nil {
+		return ""
+	}
+	return s.cwd
+}
 
 // RuntimeRoot is an owner-private (0700) directory that lives as long as the Service; Close
 // deletes it.
-func (s *Service) RuntimeRoot() string { return s.root }
+func (s *Service) RuntimeRoot() string {
+	if s.valid("runtime root") != nil {
+		return ""
+	}
+	return s.root
+}
 
 // Env returns a copy of the scrubbed base environment every child starts from.
-func (s *Service) Env() []string { return append([]string(nil), s.env...) }
+func (s *Service) Env() []string {
+	if s.valid("env") != nil {
+		return nil
+	}
+	return append([]string(nil), s.env...)
+}
 
 // ResolveExecutable finds name the way Spawn does with no Spec.Env: an absolute file, a path
 // relative to Cwd when name holds a separator, or a search of the scrubbed PATH (with PATHEXT
 // extensions on Windows). Relative PATH entries are skipped: the current directory is never
 // searched implicitly. The error names the PATH searched.
 func (s *Service) ResolveExecutable(name string) (string, error) {
-	return s.resolve(name, s.env)
+	if err := s.valid("resolve"); err != nil {
+		return "", err
+	}
+	return s.resolve(name, s.env, s.cwd)
 }
 
-func (s *Service) resolve(name string, env []string) (string, error) {
+// resolve finds name with env's PATH; a relative path with a separator is taken against dir.
+func (s *Service) resolve(name string, env []string, dir string) (string, error) {
 	path, _ := lookupEnv(env, "PATH", s.rules)
 	r := s.paths
 	if r.exts != nil {
 		ext, _ := lookupEnv(env, "PATHEXT", s.rules)
 		r.exts = parsePathExt(ext)
 	}
-	return resolveExecutable(name, s.cwd, path, r)
+	return resolveExecutable(name, dir, path, r)
 }
 
 // owned is a tree the Service ends at Close: a Handle or a Terminal.
@@ -140,28 +207,20 @@ type owned interface {
 	Terminate(ctx context.Context) error
 	Done() <-chan struct{}
 	Pid() int
-	// finished reports that the result is final and nothing of the tree is left.
-	finished() bool
+	// ended is closed once the tree has left the live set: nothing of it is left.
+	ended() <-chan struct{}
 }
 
-// register adds o to the live set, pruning trees that are finished.
+// register adds o to the live set, where it stays until forget: until nothing of the tree
+// and its output is left.
 func (s *Service) register(o owned) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for x := range s.live {
-		if x.finished() {
-			delete(s.live, x)
-		}
-	}
 	s.live[o] = struct{}{}
 }
 
-// settled is called once a result is final; a finished tree leaves the live set. One whose
-// descendants survive stays, so Close still ends them.
-func (s *Service) settled(o owned) {
-	if !o.finished() {
-		return
-	}
+// forget takes o out of the live set: nothing of it is left.
+func (s *Service) forget(o owned) {
 	s.mu.Lock()
 	delete(s.live, o)
 	s.mu.Unlock()
@@ -171,12 +230,21 @@ func (s *Service) settled(o owned) {
 // runtime root, and then reports every failure joined. It is safe to call more than once; later
 // calls wait for the first and return its error. Spawn after Close fails with ErrClosed.
 func (s *Service) Close() error {
+	if err := s.valid("close"); err != nil {
+		return err
+	}
 	return s.Shutdown(context.Background())
 }
 
 // Shutdown is Close bounded by ctx: when ctx ends first, the trees not yet gone are reported
 // and the runtime root is still deleted.
 func (s *Service) Shutdown(ctx context.Context) error {
+	if err := s.valid("close"); err != nil {
+		return err
+	}
+	if err := checkCtx("close", "", ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -207,22 +275,17 @@ func (s *Service) Shutdown(ctx context.Context) error {
 				return
 			}
 			select {
-			case <-h.Done():
+			case <-h.ended():
 			case <-ctx.Done():
-				errs[i] = fmt.Errorf("pid %d: result not settled: %w", h.Pid(), ctx.Err())
+				errs[i] = fmt.Errorf("pid %d: not ended: %w", h.Pid(), ctx.Err())
 			}
 		})
 	}
 	wg.Wait()
 	// Processes that left their trees but carry the Service's cookie.
-	if sw, ok := s.backend.(interface{ sweep(context.Context) error }); ok {
-		if err := sw.sweep(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("escaped processes: %w", err))
-		}
+	if err := s.backend.sweep(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("escaped processes: %w", err))
 	}
-	s.mu.Lock()
-	s.live = map[owned]struct{}{}
-	s.mu.Unlock()
 	s.backend.close()
 	// The root goes first, whatever happened to the processes.
 	var rootErr error

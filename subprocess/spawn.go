@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"syscall"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,8 +17,15 @@ import (
 //
 // Errors wrap ErrInvalid (bad spec; the message names the field), ErrNotFound (no such
 // program or directory; the message names the PATH searched), ErrPermission (not
-// executable), ErrClosed, or ErrUnsupported.
+// executable), ErrLimit (Config.MaxLive reached, or the system is out of descriptors,
+// processes or memory, or the arguments are too large), ErrClosed, or ErrUnsupported.
 func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
+	if err := s.valid("spawn"); err != nil {
+		return nil, err
+	}
+	if err := checkCtx("spawn", spec.Path, ctx); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err}
 	}
@@ -47,8 +55,8 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	}
 	h := &Handle{
 		svc: s, argv: append([]string{spec.Path}, spec.Args...), grace: grace, drain: drain,
-		leaderDone: make(chan struct{}), settledCh: make(chan struct{}),
-		place: &spillPlace{parent: s.spill},
+		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
+		pumpsDone: make(chan struct{}),
 	}
 	cmd := &exec.Cmd{Path: path, Args: h.argv, Dir: dir, Env: env}
 	s.backend.prepare(cmd)
@@ -57,27 +65,22 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	defer io.closeChildEnds()
 	if err := io.setup(cmd, h, spec); err != nil {
 		io.closeParentEnds()
-		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err, Hint: "the process may be out of file descriptors"}
+		return nil, s.startError(spec.Path, err)
 	}
 	if err := s.backend.start(cmd); err != nil {
 		io.closeParentEnds()
-		return nil, startError(spec.Path, err)
+		return nil, s.startError(spec.Path, err)
 	}
 	h.start = time.Now()
 	h.pid = cmd.Process.Pid
 	io.closeChildEnds()
 	h.tree, err = s.backend.attach(cmd)
 	if err != nil {
-		cmd.Wait()
 		io.closeParentEnds()
 		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err}
 	}
 
-	for i, c := range h.collectors {
-		if c != nil {
-			go c.pump(h.pumpsR[i], false)
-		}
-	}
+	h.startPumps()
 	if spec.Stdin.Kind == InputBytes {
 		h.feedDone = make(chan struct{})
 		go func(data []byte) {
@@ -87,41 +90,78 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		}(spec.Stdin.Data)
 	}
 	s.register(h)
-	go h.run(func() (*os.ProcessState, error) {
-		err := cmd.Wait()
-		return cmd.ProcessState, err
-	}, spec.Timeout)
+	go h.run(spec.Timeout)
 	return h, nil
 }
 
-// admit counts a spawn in flight unless the Service is closed; done ends the count once the
-// new tree is registered, so Close never misses it.
+// startPumps starts a pump per collected stream; the last one to return closes pumpsDone.
+func (h *Handle) startPumps() {
+	var left atomic.Int32
+	for _, c := range h.collectors {
+		if c != nil {
+			left.Add(1)
+		}
+	}
+	if left.Load() == 0 {
+		close(h.pumpsDone)
+		return
+	}
+	for i, c := range h.collectors {
+		if c == nil {
+			continue
+		}
+		go func() {
+			c.pump(h.pumpsR[i], false)
+			if left.Add(-1) == 0 {
+				close(h.pumpsDone)
+			}
+		}()
+	}
+}
+
+// admit counts a spawn in flight unless the Service is closed or full; done ends the count
+// once the new tree is registered, so Close never misses it.
 func (s *Service) admit(op, name string) (done func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, &Error{Op: op, Name: name, Kind: ErrClosed}
 	}
+	if s.maxLive > 0 && len(s.live)+s.pending >= s.maxLive {
+		return nil, &Error{Op: op, Name: name, Kind: ErrLimit,
+			Err:  fmt.Errorf("%d trees are live, Config.MaxLive is %d", len(s.live)+s.pending, s.maxLive),
+			Hint: "wait for a tree to end, or Terminate one; a tree stays live while its daemons run"}
+	}
+	s.pending++
 	s.inflight.Add(1)
-	return s.inflight.Done, nil
+	return func() {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+		s.inflight.Done()
+	}, nil
 }
 
-// locate merges the environment, resolves the program against its PATH and checks the
-// working directory (empty: the Service's cwd).
+// locate merges the environment, checks the working directory (empty: the Service's cwd) and
+// resolves the program against its PATH, a relative path against the working directory.
 func (s *Service) locate(op, name, dir string, extraEnv []string) (path, wd string, env []string, err error) {
 	env = mergeEnv(s.env, extraEnv, s.rules)
-	if path, err = s.resolve(name, env); err != nil {
+	wd = s.cwd // checked by New; exec reports it if it has gone since
+	if dir != "" {
+		if fi, err := os.Stat(dir); err != nil {
+			return "", "", nil, &Error{Op: op, Name: name, Kind: ErrNotFound, Err: fmt.Errorf("working directory: %w", err),
+				Hint: "Dir must be an existing directory"}
+		} else if !fi.IsDir() {
+			return "", "", nil, invalid(op, "Dir", dir+" is not a directory")
+		}
+		if wd, err = filepath.Abs(dir); err != nil {
+			return "", "", nil, &Error{Op: op, Name: name, Kind: ErrInvalid, Err: fmt.Errorf("working directory: %w", err)}
+		}
+	}
+	if path, err = s.resolve(name, env, wd); err != nil {
 		return "", "", nil, err
 	}
-	if dir == "" {
-		return path, s.cwd, env, nil // checked by New; exec reports it if it has gone since
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return "", "", nil, &Error{Op: op, Name: name, Kind: ErrNotFound, Err: fmt.Errorf("working directory: %w", err)}
-	} else if !fi.IsDir() {
-		return "", "", nil, invalid(op, "Dir", dir+" is not a directory")
-	}
-	return path, dir, env, nil
+	return path, wd, env, nil
 }
 
 // stdio holds the descriptors made for one spawn until they are handed over.
@@ -173,7 +213,7 @@ func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec) error {
 			io.child, io.parent = append(io.child, w), append(io.parent, r)
 			target = w
 			if o.Disposition == Collect {
-				h.collectors[i] = newCollector(Stream(i+1).String(), o, h.place)
+				h.collectors[i] = newCollector(Stream(i+1).String(), o, &h.svc.spill)
 				h.pumpsR[i] = r
 			} else if i == 0 {
 				h.stdout = r
@@ -206,21 +246,18 @@ func (io *stdio) closeParentEnds() {
 	io.parent = nil
 }
 
-// startError classifies a failed exec.
-func startError(name string, err error) error {
+// startError classifies a failed start (creating pipes, fork, exec).
+func (s *Service) startError(name string, err error) error {
 	e := &Error{Op: "spawn", Name: name, Err: err}
-	var errno syscall.Errno
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		e.Kind = ErrNotFound
 		e.Hint = "for a script, check that its #! interpreter exists"
-	case errors.As(err, &errno) && errno == syscall.ENOEXEC:
-		e.Kind = ErrPermission
-		e.Hint = "the file is not a program this OS can run; add a #! line to a script"
-	case errors.Is(err, fs.ErrPermission):
-		e.Kind = ErrPermission
-	case errors.As(err, &errno) && (errno == syscall.EMFILE || errno == syscall.ENFILE || errno == syscall.EAGAIN || errno == syscall.ENOMEM):
-		e.Hint = "the system is out of processes, memory or file descriptors"
+	default:
+		e.Kind, e.Hint = s.backend.startError(err)
+		if e.Kind == nil && errors.Is(err, fs.ErrPermission) {
+			e.Kind = ErrPermission
+		}
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package subprocess
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,6 +10,9 @@ import (
 const (
 	DefaultGrace     = 3 * time.Second // Terminate's SIGTERM-to-SIGKILL grace and the drain grace
 	DefaultTailBytes = 64000           // collect streams keep this many trailing bytes in memory
+	// MaxTailBytes bounds Output.TailBytes and TerminalSpec.TailBytes: a tail is what a reader
+	// needs at the end of a stream; the whole of a larger stream belongs in a spill file.
+	MaxTailBytes = 64 << 20
 )
 
 // Disposition says what happens to an output stream.
@@ -45,7 +49,7 @@ func (d Disposition) String() string {
 type Output struct {
 	Disposition Disposition
 	// TailBytes is how many trailing bytes a Collect stream keeps in memory; 0 means
-	// DefaultTailBytes.
+	// DefaultTailBytes. At most MaxTailBytes.
 	TailBytes int
 	// SpillBytes, when > 0, also appends the whole stream to a private spill file, for as long
 	// as the stream is no larger than SpillBytes. The file is created only once the stream
@@ -78,9 +82,9 @@ type Input struct {
 // Spec describes one process tree to spawn. Zero fields take documented defaults; nothing is
 // read from the host implicitly except the scrubbed environment and the Service's cwd.
 type Spec struct {
-	// Path is the program: an absolute path, a path with a separator (taken against Dir's
-	// parent Service cwd), or a bare name searched in the effective PATH (see
-	// Service.ResolveExecutable). It is also argv[0].
+	// Path is the program: an absolute path, a path with a separator (taken against Dir, or
+	// the Service's Cwd when Dir is empty, as os/exec does), or a bare name searched in the
+	// effective PATH (see Service.ResolveExecutable). It is also argv[0].
 	Path string
 	// Args are the arguments after argv[0].
 	Args []string
@@ -100,8 +104,9 @@ type Spec struct {
 	// while descendants hold the pipes open; 0 means the same as Grace. A short one lets a
 	// call that leaves a daemon behind (`server &`) return quickly.
 	DrainGrace time.Duration
-	// Timeout, when > 0, terminates the tree once it has run that long; the Result then says
-	// TimedOut.
+	// Timeout, when > 0, bounds the whole result: when the result has not settled that long
+	// after Spawn (the leader still runs, or descendants still hold its pipes within
+	// DrainGrace), the tree is terminated and the Result says TimedOut.
 	Timeout time.Duration
 }
 
@@ -111,6 +116,8 @@ func (o Output) check(name string) error {
 		return invalid("spawn", name, fmt.Sprintf("unknown disposition %d", int(o.Disposition)))
 	case o.TailBytes < 0:
 		return invalid("spawn", name, fmt.Sprintf("TailBytes %d is negative; use 0 for the default", o.TailBytes))
+	case o.TailBytes > MaxTailBytes:
+		return invalid("spawn", name, fmt.Sprintf("TailBytes %d is above MaxTailBytes (%d); keep the whole stream with SpillBytes", o.TailBytes, MaxTailBytes))
 	case o.SpillBytes < 0:
 		return invalid("spawn", name, fmt.Sprintf("SpillBytes %d is negative; use 0 for no spill file", o.SpillBytes))
 	case o.Disposition != Collect && (o.TailBytes != 0 || o.SpillBytes != 0):
@@ -119,7 +126,20 @@ func (o Output) check(name string) error {
 	return nil
 }
 
+// checkArgs refuses arguments exec cannot pass.
+func checkArgs(op string, args []string) error {
+	for i, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return invalid(op, "Args", fmt.Sprintf("argument %d contains a NUL byte, which exec cannot pass; send binary data through stdin", i))
+		}
+	}
+	return nil
+}
+
 func (s *Spec) check() error {
+	if err := checkArgs("spawn", s.Args); err != nil {
+		return err
+	}
 	switch {
 	case s.Path == "":
 		return invalid("spawn", "Path", "no program given")

@@ -26,6 +26,7 @@ type TerminalSpec struct {
 	// Cols and Rows are the terminal size; 0 means DefaultCols x DefaultRows.
 	Cols, Rows int
 	// TailBytes is how much screen output is kept for ReadOutput; 0 means DefaultTailBytes.
+	// At most MaxTailBytes.
 	TailBytes int
 	// Grace is how long Terminate waits between asking and forcing, and how long output may
 	// drain after the program exits; 0 means DefaultGrace.
@@ -33,6 +34,9 @@ type TerminalSpec struct {
 }
 
 func (s *TerminalSpec) check() error {
+	if err := checkArgs("spawn terminal", s.Args); err != nil {
+		return err
+	}
 	switch {
 	case s.Path == "":
 		return invalid("spawn terminal", "Path", "no program given")
@@ -40,6 +44,8 @@ func (s *TerminalSpec) check() error {
 		return invalid("spawn terminal", "Cols/Rows", fmt.Sprintf("size %dx%d is out of range 0..65535", s.Cols, s.Rows))
 	case s.TailBytes < 0:
 		return invalid("spawn terminal", "TailBytes", fmt.Sprintf("%d is negative; use 0 for the default", s.TailBytes))
+	case s.TailBytes > MaxTailBytes:
+		return invalid("spawn terminal", "TailBytes", fmt.Sprintf("%d is above MaxTailBytes (%d)", s.TailBytes, MaxTailBytes))
 	case s.Grace < 0:
 		return invalid("spawn terminal", "Grace", fmt.Sprintf("%v is negative; use 0 for the default", s.Grace))
 	}
@@ -49,8 +55,9 @@ func (s *TerminalSpec) check() error {
 // TerminalResult is how the top program of a terminal ended.
 type TerminalResult struct {
 	Pid      int
-	ExitCode int    // -1 when a signal ended it
+	ExitCode int    // -1 when a signal ended it or the status is unknown
 	Signal   string // "SIGHUP", "SIGKILL", ... or ""
+	ExitErr  error  // why the exit status is unknown, or nil
 	Duration time.Duration
 }
 
@@ -78,6 +85,12 @@ func (e *TerminateError) Error() string {
 // SpawnTerminal starts spec's program on a new pty. It fails with ErrUnsupported where the
 // platform has no terminals (see the README's matrix).
 func (s *Service) SpawnTerminal(ctx context.Context, spec TerminalSpec) (*Terminal, error) {
+	if err := s.valid("spawn terminal"); err != nil {
+		return nil, err
+	}
+	if err := checkCtx("spawn terminal", spec.Path, ctx); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Err: err}
 	}

@@ -30,10 +30,10 @@ func (t *Terminal) Foreground(context.Context) (Foreground, error) {
 }
 func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal() }
 func (t *Terminal) Updated() <-chan struct{}                          { return nil }
-func (t *Terminal) Done() <-chan struct{}                             { return nil }
+func (t *Terminal) Done() <-chan struct{}                             { return closedChan() }
 func (t *Terminal) Wait(context.Context) (TerminalResult, error) {
 	return TerminalResult{}, errNoTerminal()
 }
 func (t *Terminal) Terminate(context.Context) error { return errNoTerminal() }
-func (t *Terminal) Close() error                    { return nil }
-func (t *Terminal) finished() bool                  { return true }
+func (t *Terminal) Close() error                    { return errNoTerminal() }
+func (t *Terminal) ended() <-chan struct{}          { return closedChan() }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -30,16 +31,17 @@ type Terminal struct {
 	cookie *posix.Cookie
 	master *os.File // non-blocking, in the runtime poller
 	out    *collector
+	tree   *posix.Tree // the program's exit, without a thread blocked on it
 
 	leaderDone chan struct{}
 	settledCh  chan struct{}
+	endedCh    chan struct{} // closed once the Terminal has left the Service's live set
 	result     TerminalResult
 
 	mu   sync.Mutex
 	seen map[procinspect.Identity]struct{} // every tree member foreground inspections saw
 
-	termMu  sync.Mutex
-	termRun *termRun
+	term memo
 
 	closeOnce sync.Once
 	closeErr  error
@@ -64,22 +66,23 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		master.Close()
 		return nil, fail(err)
 	}
-	cookie := posix.NewCookie()
 	cmd := &exec.Cmd{
-		Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: dir,
-		Env:   append(env, cookie.Env()),
+		Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: dir, Env: env,
 		Stdin: tty, Stdout: tty, Stderr: tty,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true},
 	}
+	s.backend.prepare(cmd) // the Service's and the tree's cookies
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	cookie := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
 	if err := s.backend.start(cmd); err != nil {
 		master.Close()
-		return nil, startError(spec.Path, err)
+		return nil, s.startError(spec.Path, err)
 	}
 	ctx := context.Background()
 	t := &Terminal{
 		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(), cookie: cookie,
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),
-		leaderDone: make(chan struct{}), settledCh: make(chan struct{}),
+		tree:       posix.NewTree(cmd, cookie), // a session leader leads a group of its own too
+		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
 		seen: map[procinspect.Identity]struct{}{},
 	}
 	t.shell.Pid = cmd.Process.Pid
@@ -87,7 +90,7 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		t.shell = p.Identity
 	}
 	go t.out.pump(master, true)
-	go t.run(cmd)
+	go t.run()
 	return t, nil
 }
 
@@ -131,37 +134,54 @@ func setSize(f *os.File, cols, rows int) error {
 	return nil
 }
 
-// run waits for the program, lets the output drain within the grace, and settles.
-func (t *Terminal) run(cmd *exec.Cmd) {
-	cmd.Wait()
+// run waits for the program, lets the output drain within the grace, and settles. The
+// output is read on after that while other processes hold the terminal, until they let go of
+// it or Terminate or Close ends them; then the Terminal leaves the Service's live set.
+func (t *Terminal) run() {
+	<-t.tree.Exited()
+	exit, err := t.tree.Exit()
 	close(t.leaderDone)
+	drain := time.NewTimer(t.grace)
 	select {
 	case <-t.out.done:
-	case <-time.After(t.grace):
-		cut(t.master) // survivors still hold the terminal
-		<-t.out.done
+	case <-drain.C:
 	}
-	r := TerminalResult{Pid: t.shell.Pid, ExitCode: -1, Duration: time.Since(t.start)}
-	if ps := cmd.ProcessState; ps != nil {
-		r.ExitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.Signal = unix.SignalName(ws.Signal())
-		}
+	drain.Stop()
+	r := TerminalResult{Pid: t.shell.Pid, ExitCode: exit.Code, ExitErr: err, Duration: time.Since(t.start)}
+	if exit.Signal != 0 {
+		r.Signal = unix.SignalName(exit.Signal)
 	}
-	t.out.seal()
+	t.out.result(false)
 	t.result = r
 	close(t.settledCh)
-	t.svc.settled(t)
+
+	<-t.out.done
+	<-t.tree.Gone()
+	t.svc.forget(t)
+	close(t.endedCh)
 }
 
 // Pid is the program's pid; it leads the terminal's session.
-func (t *Terminal) Pid() int { return t.shell.Pid }
+func (t *Terminal) Pid() int {
+	if t.valid("pid") != nil {
+		return 0
+	}
+	return t.shell.Pid
+}
 
 // Identity is the program's exact identity.
-func (t *Terminal) Identity() procinspect.Identity { return t.shell }
+func (t *Terminal) Identity() procinspect.Identity {
+	if t.valid("identity") != nil {
+		return procinspect.Identity{}
+	}
+	return t.shell
+}
 
 // Write sends p to the terminal as typed input.
 func (t *Terminal) Write(p []byte) (int, error) {
+	if err := t.valid("write terminal"); err != nil {
+		return 0, err
+	}
 	n, err := t.master.Write(p)
 	if err != nil {
 		return n, &Error{Op: "write terminal", Name: t.argv[0], Err: err}
@@ -172,25 +192,59 @@ func (t *Terminal) Write(p []byte) (int, error) {
 // ReadOutput reads the screen output from offset from, in the same whole-stream coordinates
 // as Handle.ReadOutput. The text is UTF-8: a character split across pty reads is delivered
 // whole, invalid bytes become U+FFFD, and a read never starts inside a character.
+//
+// A read ends on a character boundary too, so its Next is always one; a max below
+// utf8.UTFMax is taken as utf8.UTFMax, so a read can always return a whole character.
 func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) {
+	if err := t.valid("read terminal"); err != nil {
+		return Delta{}, err
+	}
+	if max > 0 && max < utf8.UTFMax {
+		max = utf8.UTFMax
+	}
 	d, err := t.out.read(from, max)
-	if err != nil || d.Dropped == 0 {
+	if err != nil {
 		return d, err
 	}
-	for len(d.Data) > 0 && d.Data[0]&0xC0 == 0x80 { // the ring dropped the start of a character
+	for len(d.Data) > 0 && !utf8.RuneStart(d.Data[0]) { // begun inside a character: skip its rest
 		d.Data = d.Data[1:]
 		d.From++
 		d.Dropped++
 	}
+	if d.Next < d.Total { // cut by max: end before a character the cut would split
+		if i := lastRuneStart(d.Data); i >= 0 && !utf8.FullRune(d.Data[i:]) {
+			d.Data = d.Data[:i]
+		}
+	}
+	d.Next = d.From + int64(len(d.Data))
+	d.Done = d.Done && d.Next == d.Total
 	return d, nil
+}
+
+// lastRuneStart is the index of the last byte of p that starts a character, or -1.
+func lastRuneStart(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Updated returns a channel that is closed when output arrives after the call, or the
 // output ends; wait on it between ReadOutput calls instead of polling.
-func (t *Terminal) Updated() <-chan struct{} { return t.out.updated() }
+func (t *Terminal) Updated() <-chan struct{} {
+	if t.valid("updated") != nil {
+		return nil
+	}
+	return t.out.updated()
+}
 
 // Resize changes the terminal size; the foreground program gets SIGWINCH.
 func (t *Terminal) Resize(cols, rows int) error {
+	if err := t.valid("resize terminal"); err != nil {
+		return err
+	}
 	if cols <= 0 || rows <= 0 || cols > 0xffff || rows > 0xffff {
 		return invalid("resize terminal", t.argv[0], fmt.Sprintf("size %dx%d is out of range 1..65535", cols, rows))
 	}
@@ -204,6 +258,12 @@ func (t *Terminal) Resize(cols, rows int) error {
 // tree rooted at the program. Every tree member it sees is remembered, so Terminate can
 // still end it after it re-parents.
 func (t *Terminal) Foreground(ctx context.Context) (Foreground, error) {
+	if err := t.valid("foreground"); err != nil {
+		return Foreground{}, err
+	}
+	if err := checkCtx("foreground", t.argv[0], ctx); err != nil {
+		return Foreground{}, err
+	}
 	var pgid int
 	var ierr error
 	if err := withFd(t.master, func(fd int) { pgid, ierr = unix.IoctlGetInt(fd, unix.TIOCGPGRP) }); err != nil || ierr != nil {
@@ -236,9 +296,15 @@ func (t *Terminal) Foreground(ctx context.Context) (Foreground, error) {
 // SignalForeground sends sig to the members of the foreground group (Ctrl-C is SIGINT),
 // identity-fenced; the program itself is signalled only when it is in the foreground.
 func (t *Terminal) SignalForeground(ctx context.Context, sig os.Signal) error {
+	if err := t.valid("signal foreground"); err != nil {
+		return err
+	}
+	if err := checkCtx("signal foreground", t.argv[0], ctx); err != nil {
+		return err
+	}
 	s, ok := sig.(syscall.Signal)
-	if !ok {
-		return invalid("signal foreground", t.argv[0], fmt.Sprintf("%v is not a POSIX signal", sig))
+	if !ok || !validSignal(s) {
+		return invalid("signal foreground", t.argv[0], fmt.Sprintf("%v is not a signal of this OS", sig))
 	}
 	fg, err := t.Foreground(ctx)
 	if err != nil {
@@ -254,25 +320,27 @@ func (t *Terminal) SignalForeground(ctx context.Context, sig os.Signal) error {
 
 // Done is closed once the program has exited and its output has drained (or the grace ran
 // out because other processes still hold the terminal).
-func (t *Terminal) Done() <-chan struct{} { return t.settledCh }
+func (t *Terminal) Done() <-chan struct{} {
+	if t.valid("done") != nil {
+		return closedChan()
+	}
+	return t.settledCh
+}
 
 // Wait returns how the program ended, or ctx's error first.
 func (t *Terminal) Wait(ctx context.Context) (TerminalResult, error) {
+	if err := t.valid("wait terminal"); err != nil {
+		return TerminalResult{}, err
+	}
+	if err := checkCtx("wait terminal", t.argv[0], ctx); err != nil {
+		return TerminalResult{}, err
+	}
 	select {
 	case <-t.settledCh:
 		return t.result, nil
 	case <-ctx.Done():
 		return TerminalResult{}, &Error{Op: "wait terminal", Name: t.argv[0], Err: ctx.Err()}
 	}
-}
-
-func (t *Terminal) finished() bool {
-	if !isClosed(t.settledCh) {
-		return false
-	}
-	t.termMu.Lock()
-	defer t.termMu.Unlock()
-	return t.termRun != nil && isClosed(t.termRun.done) && t.termRun.err == nil
 }
 
 // Terminate ends everything the terminal started: it records the program's descendants,
@@ -284,28 +352,16 @@ func (t *Terminal) finished() bool {
 // gone or ctx ends, and a *TerminateError naming the survivors otherwise. Concurrent calls
 // share one run; a call after a successful one returns at once.
 func (t *Terminal) Terminate(ctx context.Context) error {
-	t.termMu.Lock()
-	run := t.termRun
-	if run == nil || (isClosed(run.done) && run.err != nil) {
-		run = &termRun{done: make(chan struct{})}
-		t.termRun = run
-		go t.escalate(run)
+	if err := t.valid("terminate terminal"); err != nil {
+		return err
 	}
-	t.termMu.Unlock()
-	select {
-	case <-run.done:
-		if run.err == nil {
-			t.svc.settled(t)
-		}
-		return run.err
-	case <-ctx.Done():
-		return &Error{Op: "terminate terminal", Name: t.argv[0], Err: ctx.Err(),
-			Hint: "the escalation goes on in the background"}
+	if err := checkCtx("terminate terminal", t.argv[0], ctx); err != nil {
+		return err
 	}
+	return t.term.run(ctx, t.escalate, "terminate terminal", t.argv[0])
 }
 
-func (t *Terminal) escalate(run *termRun) {
-	defer close(run.done)
+func (t *Terminal) escalate() error {
 	ctx := context.Background()
 	recorded := t.record(ctx)
 	posix.SignalAll(ctx, recorded, unix.SIGTERM)
@@ -335,8 +391,10 @@ func (t *Terminal) escalate(run *termRun) {
 		if !isClosed(t.leaderDone) {
 			left = append(left, t.shell)
 		}
-		run.err = &TerminateError{Survivors: left}
+		return &TerminateError{Survivors: left}
 	}
+	cut(t.master) // what still holds the terminal is not of the tree
+	return nil
 }
 
 // record lists the live processes that belong to the terminal, the program excluded.
@@ -399,16 +457,29 @@ func (t *Terminal) waitGone(ctx context.Context, ids *[]procinspect.Identity) {
 // Close terminates whatever the terminal started, waits for the result, and releases the
 // pty. It is safe to call more than once.
 func (t *Terminal) Close() error {
+	if err := t.valid("close terminal"); err != nil {
+		return err
+	}
 	t.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+killWait)
 		defer cancel()
 		t.closeErr = t.Terminate(ctx)
+		cut(t.master)
 		select {
-		case <-t.settledCh:
+		case <-t.endedCh:
 		case <-ctx.Done():
-			cut(t.master)
-			<-t.out.done
 		}
 	})
 	return t.closeErr
+}
+
+func (t *Terminal) ended() <-chan struct{} { return t.endedCh }
+
+// valid reports whether t was made by SpawnTerminal; otherwise it returns the error for op.
+func (t *Terminal) valid(op string) error {
+	if t == nil || t.svc == nil {
+		return &Error{Op: op, Kind: ErrInvalid, Err: errors.New("the Terminal was not returned by SpawnTerminal"),
+			Hint: "use the *Terminal that Service.SpawnTerminal returned"}
+	}
+	return nil
 }

@@ -35,7 +35,6 @@ func TestWindowsBackendSeam(t *testing.T) {
 
 	var tr windowsTree
 	assert.ErrorIs(t, tr.signal(syscall.SIGTERM), ErrInvalid)
-	assert.Equal(t, "", tr.exitSignal(nil))
 }
 
 func TestWindowsSpawnAndTerminate(t *testing.T) {
@@ -57,7 +56,7 @@ func TestWindowsSpawnAndTerminate(t *testing.T) {
 	h, err = svc.Spawn(ctx, Spec{Path: "cmd", Args: []string{"/c", "ping -n 120 127.0.0.1 >NUL"},
 		Grace: 200 * time.Millisecond})
 	require.NoError(t, err)
-	wt := h.tree.(windowsTree)
+	wt := h.tree.(*windowsTree)
 	require.Equal(t, winproc.RouteJob, wt.t.Route(), "job refused: %v", wt.t.JobErr())
 	require.NoError(t, h.Terminate(ctx))
 	require.NoError(t, h.WaitForExit(ctx))

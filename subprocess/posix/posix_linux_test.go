@@ -33,19 +33,75 @@ func start(t *testing.T, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func TestGroupSignalAliveAndLatch(t *testing.T) {
-	cmd := start(t, nil, "bash", "-c", "sleep 1000 & sleep 1000 & wait")
-	g := posix.NewGroup(cmd.Process)
-	assert.Equal(t, cmd.Process.Pid, g.Pgid())
-	assert.True(t, g.Alive())
-	require.NoError(t, g.Signal(syscall.SIGKILL))
-	cmd.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, g.WaitGone(ctx))
-	assert.False(t, g.Alive())
+// startTree starts args as the leader of a group of its own, watched by a Tree.
+func startTree(t *testing.T, args ...string) (*posix.Tree, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.SysProcAttr = posix.SysProcAttr()
+	require.NoError(t, cmd.Start())
+	tr := posix.NewTree(cmd, nil)
+	t.Cleanup(func() {
+		tr.Signal(syscall.SIGKILL)
+		<-tr.Gone()
+	})
+	return tr, cmd
+}
+
+func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+	}
+}
+
+func TestTreeSignalAliveAndLatch(t *testing.T) {
+	tr, cmd := startTree(t, "bash", "-c", "sleep 1000 & sleep 1000 & wait")
+	assert.Equal(t, cmd.Process.Pid, tr.Pgid())
+	assert.True(t, tr.Alive())
+	require.NoError(t, tr.Signal(syscall.SIGKILL))
+	within(t, tr.Gone(), 5*time.Second, "group gone after SIGKILL")
+	assert.False(t, tr.Alive())
+	e, err := tr.Exit()
+	require.NoError(t, err)
+	assert.Equal(t, posix.Exit{Code: -1, Signal: syscall.SIGKILL}, e)
 	// Once seen empty, the group is never signalled again, and that is not an error.
-	require.NoError(t, g.Signal(syscall.SIGTERM))
+	require.NoError(t, tr.Signal(syscall.SIGTERM))
+}
+
+// The leader's exit is known at once, its status read without reaping it; it stays a zombie,
+// holding its pid and the group number, until the last member of its group has exited.
+func TestTreeHoldsTheLeaderUntilTheGroupIsEmpty(t *testing.T) {
+	tr, cmd := startTree(t, "bash", "-c", "sleep 0.5 & exit 3")
+	within(t, tr.Exited(), 5*time.Second, "leader exit")
+	e, err := tr.Exit()
+	require.NoError(t, err)
+	assert.Equal(t, posix.Exit{Code: 3}, e)
+	p, err := procinspect.Lookup(context.Background(), cmd.Process.Pid)
+	require.NoError(t, err, "the leader is held while its group has a live member")
+	assert.True(t, p.Zombie)
+	assert.True(t, tr.Alive())
+	within(t, tr.Gone(), 5*time.Second, "group gone once the sleep exits")
+	require.NoError(t, tr.ReapErr())
+	_, err = procinspect.Lookup(context.Background(), cmd.Process.Pid)
+	assert.ErrorIs(t, err, procinspect.ErrNotFound, "the leader is reaped once its group is empty")
+}
+
+// A member that cleared its environment is still reached by the group signal after the
+// leader has exited: the held leader keeps the group number the tree's.
+func TestTreeSignalsAMemberWithAClearedEnvironment(t *testing.T) {
+	tr, _ := startTree(t, "bash", "-c", "env -i sleep 300 & echo $! ; exit 0")
+	within(t, tr.Exited(), 5*time.Second, "leader exit")
+	assert.True(t, tr.Alive())
+	members, err := tr.Members(context.Background())
+	require.NoError(t, err)
+	require.Len(t, members, 1)
+	require.NoError(t, tr.Signal(syscall.SIGTERM))
+	within(t, tr.Gone(), 5*time.Second, "group gone after SIGTERM")
+	alive, err := procinspect.Alive(context.Background(), members[0].Identity)
+	require.NoError(t, err)
+	assert.False(t, alive)
 }
 
 func TestSignalIdentityIsFenced(t *testing.T) {
@@ -120,15 +176,9 @@ func TestCookieStartFence(t *testing.T) {
 	assert.Empty(t, found)
 }
 
-func TestGroupOfZombiesIsNotAlive(t *testing.T) {
-	cmd := start(t, nil, "true")
-	g := posix.NewGroup(cmd.Process)
-	// Not reaped yet: the only member is a zombie.
-	require.Eventually(t, func() bool {
-		p, err := procinspect.Lookup(context.Background(), cmd.Process.Pid)
-		return err == nil && p.Zombie
-	}, 5*time.Second, time.Millisecond)
-	require.NoError(t, syscall.Kill(-cmd.Process.Pid, 0), "the zombie still holds the group")
-	assert.False(t, g.Alive())
-	require.NoError(t, g.Signal(syscall.SIGTERM), "signalling a zombie group is harmless")
+// Members that exit leave zombies that init reaps; a group of zombies has no live member.
+func TestTreeOfZombiesIsGone(t *testing.T) {
+	tr, _ := startTree(t, "bash", "-c", "true & true & exit 0")
+	within(t, tr.Gone(), 5*time.Second, "group of zombies gone")
+	require.NoError(t, tr.Signal(syscall.SIGTERM), "signalling a gone tree is harmless")
 }

@@ -5,68 +5,299 @@ package posix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"strings"
+	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/subkit/subkit/procinspect"
 )
 
-// Tree is a spawned tree: its process group, plus the processes that left the group but
-// carry the tree's cookie (found by Sweep).
+// Exit is how a process ended.
+type Exit struct {
+	Code   int            // the exit status; -1 when a signal ended the process
+	Signal syscall.Signal // the signal that ended the process, or 0
+}
+
+// Tree is a spawned tree: the process group its leader leads, plus the processes that left
+// the group but carry the tree's cookie (found by Sweep).
+//
+// The leader is held: its exit is learnt from a pidfd (a kqueue on macOS) in the runtime
+// poller, and its status is read without reaping it. While the unreaped leader exists, the
+// kernel hands its pid, and so the group number, to no one else, so a signal to the group can
+// reach only the tree's own members, whatever their environment says. Once the group has no
+// live member (its leader's zombie aside), the leader is reaped and the group is never
+// signalled again. Waiting costs no OS thread: the Tree learns of the exits of the members it
+// waits for from their pidfds too, re-reads their stat with back-off to see whether they left
+// the group, and reads the whole process table again only when none of them is a member any
+// more.
 type Tree struct {
-	*Group
+	cmd    *exec.Cmd
+	pid    int // the leader's pid, also the group's id
 	cookie *Cookie
 
+	exited  chan struct{} // closed once the leader has exited; exit is set then
+	exit    Exit
+	exitErr error
+	gone    chan struct{} // closed once the group has been seen without a live member
+	reapErr error         // how reaping the leader failed, set before gone is closed
+
 	mu      sync.Mutex
+	pinned  bool // the leader is not reaped: the group number is the tree's
+	empty   bool // the group has been seen without a live member: never signalled again
 	escaped []procinspect.Identity
 	found   bool // a sweep has found an escaped process
 }
 
-// NewTree returns the tree led by p, marked with c (which may be nil).
-func NewTree(p *os.Process, c *Cookie) *Tree {
-	return &Tree{Group: NewGroup(p), cookie: c}
-}
-
-// Signal sends sig to the tree's process group, falling back to the leader, like
-// Group.Signal, with one more fence: once the leader has been reaped, the group's number
-// outlives it only through other members, and after they are gone it can be handed to a
-// stranger's group (pid numbers wrap; pid_max may be as small as 32768). So the group is
-// signalled then only if one of its live members carries the tree's cookie; otherwise it is
-// taken as gone for good. A member that cleared its environment is not recognised (the
-// limit of the cookie method), and where environments cannot be read the fence is off.
-func (t *Tree) Signal(sig syscall.Signal) error {
-	if t.cookie != nil && canReadEnviron && errors.Is(t.leader.Signal(syscall.Signal(0)), os.ErrProcessDone) &&
-		t.Group.Alive() && !t.groupCarriesCookie() {
-		t.Group.forget()
-		return nil
+// NewTree watches the tree led by cmd's process, which must have been started with
+// SysProcAttr, marked with c (which may be nil). From then on the Tree reaps the leader: the
+// caller must not call cmd.Wait.
+func NewTree(cmd *exec.Cmd, c *Cookie) *Tree {
+	t := &Tree{
+		cmd: cmd, pid: cmd.Process.Pid, cookie: c, pinned: true,
+		exited: make(chan struct{}), gone: make(chan struct{}),
 	}
-	return t.Group.Signal(sig)
+	go t.watch()
+	return t
 }
 
-// groupCarriesCookie reports whether a live member of the group carries the tree's cookie.
-// When the table cannot be read it answers true, keeping Group.Signal's own fences.
-func (t *Tree) groupCarriesCookie() bool {
+// Pgid is the group's id.
+func (t *Tree) Pgid() int { return t.pid }
+
+// Exited is closed once the leader has exited.
+func (t *Tree) Exited() <-chan struct{} { return t.exited }
+
+// Exit is how the leader ended; call it once Exited is closed. The error says why the status
+// is unknown (the leader was reaped by someone else, for instance).
+func (t *Tree) Exit() (Exit, error) {
+	<-t.exited
+	return t.exit, t.exitErr
+}
+
+// Gone is closed once the leader has exited, its group has been seen without a live member,
+// and the leader has been reaped. Processes that left the group are not waited for: see Alive.
+func (t *Tree) Gone() <-chan struct{} { return t.gone }
+
+// ReapErr is why reaping the leader failed, or nil; call it once Gone is closed.
+func (t *Tree) ReapErr() error {
+	<-t.gone
+	return t.reapErr
+}
+
+// watch is the Tree's one goroutine: it waits for the leader's exit, then for its group to
+// empty, and reaps the leader.
+func (t *Tree) watch() {
+	defer close(t.gone)
+	w, err := openPidWatch(t.pid, true)
+	if err == nil {
+		if err = w.wait(); err == nil {
+			t.exit, t.exitErr = w.exit()
+		}
+		w.close()
+	}
+	if err != nil || t.exitErr != nil {
+		// No watch (this OS, or no descriptor left), or no status without reaping: reap the
+		// leader now. The group number is then held only by its other members.
+		t.exitErr = nil
+		state, werr := t.reap()
+		t.exit, t.exitErr = exitOf(state, werr)
+	}
+	close(t.exited)
+	t.watchGroup()
+}
+
+// reap waits for the leader (at once, when it has exited) and marks it reaped.
+func (t *Tree) reap() (*os.ProcessState, error) {
+	err := t.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = nil // a non-zero status is not a failure to wait
+	}
+	t.mu.Lock()
+	t.pinned = false
+	t.mu.Unlock()
+	return t.cmd.ProcessState, err
+}
+
+func exitOf(ps *os.ProcessState, err error) (Exit, error) {
+	if err != nil || ps == nil {
+		return Exit{Code: -1}, fmt.Errorf("wait for pid: %w", err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Exit{Code: -1, Signal: ws.Signal()}, nil
+	}
+	return Exit{Code: ps.ExitCode()}, nil
+}
+
+// watchGroup returns once the group has been seen without a live member, having reaped the
+// leader. Between reads of the table it waits for the members it saw to exit or leave.
+func (t *Tree) watchGroup() {
 	ctx := context.Background()
-	tab, err := procinspect.Snapshot(ctx)
-	if err != nil {
-		return true
-	}
-	want := t.cookie.name + "="
-	for _, p := range tab.Group(t.pgid) {
-		if p.Zombie {
+	for {
+		live, err := t.liveMembers(ctx)
+		if errors.Is(err, procinspect.ErrUnsupported) {
+			// No process table here: the group is gone when no process has its number,
+			// zombies included.
+			if t.isPinned() {
+				_, t.reapErr = t.reap()
+			}
+			poll(ctx, func() bool { return !errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH) })
+			t.markEmpty()
+			return
+		}
+		if err != nil {
+			// The table could not be read (out of descriptors?): look again shortly.
+			t.waitMembers(ctx, nil)
 			continue
 		}
-		env, _ := procinspect.Environ(ctx, p.Pid)
-		for _, kv := range env {
-			if strings.HasPrefix(kv, want) {
-				return true
-			}
+		if len(live) > 0 {
+			t.waitMembers(ctx, live)
+			continue
+		}
+		if !t.isPinned() {
+			t.markEmpty()
+			return
+		}
+		_, t.reapErr = t.reap()
+		// A member that forked and exited while the table was read may have left a child the
+		// read missed; with the leader reaped, the group exists only through such members.
+		if errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH) {
+			t.markEmpty()
+			return
 		}
 	}
-	return false
+}
+
+// maxWatched bounds the members waited for at once: once these are gone, the table is read
+// again, which finds the rest.
+const maxWatched = 16
+
+// waitMembers returns once none of ids (at most maxWatched of them) is a live member of the
+// group any more: each has exited, which its pidfd tells at once, or left the group (setsid,
+// setpgid), which a re-read of its stat with back-off tells. With no ids it waits a short while.
+func (t *Tree) waitMembers(ctx context.Context, ids []procinspect.Identity) {
+	if len(ids) == 0 {
+		sctx, cancel := context.WithTimeout(ctx, pollCap(0))
+		defer cancel()
+		<-sctx.Done()
+		return
+	}
+	ids = ids[:min(len(ids), maxWatched)]
+	exited := make(chan int, len(ids))
+	for i, id := range ids {
+		w, err := openPidWatch(id.Pid, false)
+		if err != nil {
+			continue // re-read with the others
+		}
+		defer w.close() // a wait still pending returns, and its goroutine ends
+		go func() {
+			w.wait()
+			exited <- i
+		}()
+	}
+	left := make(map[int]bool, len(ids))
+	for i := range ids {
+		left[i] = true
+	}
+	start, d := time.Now(), pollFirst
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for len(left) > 0 {
+		select {
+		case i := <-exited:
+			delete(left, i)
+			continue
+		case <-timer.C:
+		}
+		for i := range left {
+			p, err := procinspect.Lookup(ctx, ids[i].Pid)
+			if err != nil && errors.Is(err, procinspect.ErrNotFound) ||
+				err == nil && (p.Identity != ids[i] || p.Zombie || p.Pgid != t.pid) {
+				delete(left, i)
+			}
+		}
+		d = min(2*d, pollCap(time.Since(start)))
+		timer.Reset(d)
+	}
+}
+
+func (t *Tree) isPinned() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pinned
+}
+
+func (t *Tree) markEmpty() {
+	t.mu.Lock()
+	t.empty = true
+	t.mu.Unlock()
+}
+
+// liveMembers lists the group's members that are alive (not zombies), the leader excluded.
+func (t *Tree) liveMembers(ctx context.Context) ([]procinspect.Identity, error) {
+	tab, err := procinspect.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var live []procinspect.Identity
+	for _, p := range tab.Group(t.pid) {
+		if !p.Zombie && p.Pid != t.pid {
+			live = append(live, p.Identity)
+		}
+	}
+	return live, nil
+}
+
+// Signal sends sig to every member of the tree's group. While the leader is held the group
+// number is the tree's, and the group is signalled as one; a leader that left its group is
+// signalled too. Once the group has been seen empty it is never signalled again. In the rare
+// case that a member was missed when the leader was reaped, the members still found in the
+// group are signalled one by one, each fenced by its identity. A tree already gone is not an
+// error.
+func (t *Tree) Signal(sig syscall.Signal) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.empty:
+		return nil
+	case !t.pinned:
+		live, err := t.liveMembers(context.Background())
+		if errors.Is(err, procinspect.ErrUnsupported) {
+			return ignoreGone(unix.Kill(-t.pid, sig))
+		}
+		return errors.Join(err, SignalAll(context.Background(), live, sig))
+	}
+	err := ignoreGone(unix.Kill(-t.pid, sig))
+	if !isClosed(t.exited) {
+		if pgid, perr := unix.Getpgid(t.pid); perr == nil && pgid != t.pid {
+			err = errors.Join(err, ignoreGone(unix.Kill(t.pid, sig))) // pinned: it is ours
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("posix: signal %v to group %d: %w", sig, t.pid, err)
+	}
+	return nil
+}
+
+// ignoreGone drops ESRCH: the processes are already gone.
+func ignoreGone(err error) error {
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Sweep finds the processes that carry the tree's cookie outside its group, signals each
@@ -75,13 +306,23 @@ func (t *Tree) Sweep(ctx context.Context, sig syscall.Signal) error {
 	if t.cookie == nil {
 		return nil
 	}
-	found, err := t.cookie.Find(ctx, t.pgid)
+	found, err := t.cookie.Find(ctx, t.skipPgid())
 	t.mu.Lock()
 	t.found = t.found || len(found) > 0
 	t.escaped = mergeIdentities(t.escaped, found)
 	esc := append([]procinspect.Identity(nil), t.escaped...)
 	t.mu.Unlock()
 	return errors.Join(err, SignalAll(ctx, esc, sig))
+}
+
+// skipPgid is the group a sweep need not look in: the tree's own, while group signals reach it.
+func (t *Tree) skipPgid() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.empty {
+		return 0
+	}
+	return t.pid
 }
 
 // Finish ends, as SweepCookie does, the processes carrying the tree's cookie that are still
@@ -108,9 +349,10 @@ func SignalAll(ctx context.Context, ids []procinspect.Identity, sig syscall.Sign
 	return errors.Join(errs...)
 }
 
-// Alive reports whether the group or any process found by Sweep is left.
+// Alive reports whether the group may still have a live member, or a process found by Sweep
+// is left.
 func (t *Tree) Alive() bool {
-	if t.Group.Alive() {
+	if !isClosed(t.gone) {
 		return true
 	}
 	return len(t.liveEscaped()) > 0
@@ -132,7 +374,12 @@ func (t *Tree) liveEscaped() []procinspect.Identity {
 
 // WaitGone returns once Alive is false, or with ctx's error.
 func (t *Tree) WaitGone(ctx context.Context) error {
-	return poll(ctx, t.Alive)
+	select {
+	case <-t.gone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return poll(ctx, func() bool { return len(t.liveEscaped()) > 0 })
 }
 
 func mergeIdentities(a, b []procinspect.Identity) []procinspect.Identity {
@@ -157,15 +404,16 @@ func (t *Tree) Members(ctx context.Context) ([]procinspect.Proc, error) {
 		return nil, err
 	}
 	var out []procinspect.Proc
-	if t.Group.Alive() {
-		for _, p := range tab.Group(t.pgid) {
+	skip := t.skipPgid()
+	if skip != 0 {
+		for _, p := range tab.Group(t.pid) {
 			if !p.Zombie {
 				out = append(out, p)
 			}
 		}
 	}
 	if t.cookie != nil {
-		found, err := t.cookie.Find(ctx, t.pgid)
+		found, err := t.cookie.Find(ctx, skip)
 		if err != nil {
 			return out, err
 		}
