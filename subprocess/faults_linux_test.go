@@ -75,6 +75,7 @@ func TestSpawnFailsCleanlyAtTheDescriptorLimit(t *testing.T) {
 	var se *subprocess.Error
 	require.ErrorAs(t, err, &se)
 	assert.ErrorIs(t, err, syscall.EMFILE)
+	assert.ErrorIs(t, err, subprocess.ErrLimit)
 	t.Log(err)
 	// NoLeaks checks the descriptor count at cleanup; the Service still works.
 	res := run(t, svc, subprocess.Spec{Path: "true"})

@@ -81,6 +81,10 @@ func sh(script string) subprocess.Spec {
 const hostModeVar = "SUBKIT_TEST_HOST_MODE"
 
 func hostMode(mode string) {
+	if mode == "zero-values" {
+		zeroValues()
+		return
+	}
 	svc, err := subprocess.New(subprocess.Config{KillOnHostExit: mode == "kill-on-host-exit"})
 	if err != nil {
 		fmt.Println("error:", err)
