@@ -57,8 +57,8 @@ func TestClearedEnvironmentMemberIsEnded(t *testing.T) {
 		t.Skip("python3 is needed for one of the cases")
 	}
 	cases := map[string]string{
-		"env -i":    `env -i sleep 300 >/dev/null 2>&1 & echo $!`,
-		"exec -c":   `(exec -c sleep 300 >/dev/null 2>&1) & echo $!`,
+		"env -i":  `env -i sleep 300 >/dev/null 2>&1 & echo $!`,
+		"exec -c": `(exec -c sleep 300 >/dev/null 2>&1) & echo $!`,
 		"os.execve": `python3 -c 'import os,sys
 pid = os.fork()
 if pid == 0:
