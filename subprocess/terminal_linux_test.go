@@ -158,3 +158,54 @@ func TestTerminalSpecErrors(t *testing.T) {
 	_, err = svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "no-such-shell"})
 	assert.ErrorIs(t, err, subprocess.ErrNotFound)
 }
+
+// Reads capped by max never split a character, whatever the cap: the pieces put together are
+// the screen output, and each is valid UTF-8.
+func TestTerminalCappedReadsKeepCharactersWhole(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	text := strings.Repeat("héllo wörld ✓ 😀 ", 50)
+	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+		Path: "printf", Args: []string{"%s", text},
+	})
+	require.NoError(t, err)
+	defer term.Close()
+	_, err = term.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	for _, limit := range []int{1, 2, 3, 5, 7, 64} {
+		var got strings.Builder
+		var from int64
+		for {
+			d, err := term.ReadOutput(from, limit)
+			require.NoError(t, err)
+			require.True(t, utf8.Valid(d.Data), "max %d: read at %d is not whole characters: %q", limit, from, d.Data)
+			require.LessOrEqual(t, len(d.Data), max(limit, utf8.UTFMax))
+			got.Write(d.Data)
+			if d.Next == d.Total {
+				break
+			}
+			require.Greater(t, d.Next, from, "max %d: no progress at %d", limit, from)
+			from = d.Next
+		}
+		assert.Equal(t, text, got.String(), "max %d", limit)
+	}
+}
+
+// A terminal whose program has exited, with nothing left holding the terminal, leaves the
+// Service's live set without Close.
+func TestEndedTerminalLeavesTheLiveSet(t *testing.T) {
+	svc := newService(t, subprocess.Config{MaxLive: 1})
+	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "echo", Args: []string{"hi"}})
+	require.NoError(t, err)
+	defer term.Close()
+	_, err = term.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "true"})
+		if err != nil {
+			require.ErrorIs(t, err, subprocess.ErrLimit)
+			return false
+		}
+		h.Close()
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "the ended terminal still counts against MaxLive")
+}
