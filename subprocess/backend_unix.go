@@ -141,7 +141,14 @@ func (t posixTree) exit() exitInfo {
 }
 
 func (t posixTree) alive() bool                        { return t.t.Alive() }
-func (t posixTree) waitGone(ctx context.Context) error { return t.t.WaitGone(ctx) }
+// waitGone also reports a failure to reap the leader once the tree is gone (something else in
+// the host process reaped it first).
+func (t posixTree) waitGone(ctx context.Context) error {
+	if err := t.t.WaitGone(ctx); err != nil {
+		return err
+	}
+	return t.t.ReapErr()
+}
 
 func (t posixTree) members(ctx context.Context) ([]procinspect.Proc, error) {
 	return t.t.Members(ctx)

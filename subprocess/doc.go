@@ -8,10 +8,19 @@
 //
 // The one kill verb is Handle.Terminate: SIGTERM to every member of the tree, SIGKILL to what
 // is left after the grace. A result settles when the leader has exited and its collected pipes
-// have drained, or when the same grace has run out because a daemon still holds them: a
-// background child can never hold a result open forever. WaitForExit waits until no member of
-// the tree is left. Once the tree has been seen gone, it is never signalled again, so a reused
-// pid or process group id is never hit.
+// have drained, or when the drain grace has run out because a daemon still holds them: a
+// background child can never hold a result open forever, and Spec.Timeout bounds the whole of
+// it. The Result is a snapshot taken then; a daemon the call left running keeps its pipe, which
+// the Handle reads on into the same tail and spill until the daemon closes it or Terminate or
+// Close ends it. WaitForExit waits until no member of the tree is left.
+//
+// The leader is held: its exit is learnt from a pidfd in the runtime poller (a kqueue on
+// macOS), with no OS thread blocked per tree, and its status is read without reaping it. While
+// the unreaped leader exists its pid, and so its process group number, cannot be handed to
+// anyone else, so the group signal reaches every member and never a stranger. The leader is
+// reaped once its group has no live member; from then on the group is never signalled again.
+// Processes that left the group (setsid, double fork) are found on Linux by an environment
+// cookie and signalled by exact identity (pid and start time).
 //
 // Children start from the host environment minus credential-like names (*KEY*, *SECRET*,
 // *TOKEN*, *PASSWORD*, *PASSWD*, *CREDENTIAL*) and the harness's managed prefix; a Spec's Env is
@@ -19,6 +28,8 @@
 // directory implicitly.
 //
 // Service.Close terminates every live tree, waits for it, removes the private runtime root, and
-// reports every failure joined. Every error wraps one of ErrInvalid, ErrNotFound, ErrPermission,
-// ErrClosed or ErrUnsupported, and an *Error that names the operation.
+// reports every failure joined. Every error is an *Error that names the operation and wraps one
+// of ErrInvalid, ErrNotFound, ErrPermission, ErrLimit, ErrClosed, ErrUnsupported or ErrSystem,
+// or the context's error. No method panics on bad input: a zero or nil Handle, Service or
+// Terminal, or a nil context, gives ErrInvalid, and never blocks.
 package subprocess
