@@ -409,3 +409,27 @@ func TestExecInfrastructureFailures(t *testing.T) {
 	require.ErrorIs(t, e2.Sweep(context.Background()), bash.ErrClosed)
 	require.NoError(t, e2.Close(), "closing twice is safe")
 }
+
+// A survivor that writes to the output it holds keeps running after Exec returns: the pipe is
+// read on, not closed under it (no SIGPIPE), until Close.
+func TestExecWritingSurvivorLivesUntilClose(t *testing.T) {
+	e, _ := newExecutor(t, bash.Config{})
+	res := exec(t, e, bash.Request{Command: "(while :; do echo tick; sleep 0.1; done) & echo started"})
+	assert.True(t, res.PipesHeld)
+	require.True(t, res.Lingering)
+	var loop procinspect.Proc
+	for _, s := range res.Survivors {
+		if s.Comm == "bash" {
+			loop = s
+		}
+	}
+	require.NotZero(t, loop.Pid, "the looping subshell survives: %v", res.Survivors)
+	time.Sleep(1500 * time.Millisecond) // several of its writes after the call returned
+	alive, err := procinspect.Alive(context.Background(), loop.Identity)
+	require.NoError(t, err)
+	assert.True(t, alive, "the survivor was not killed by a closed pipe")
+	require.NoError(t, e.Close())
+	alive, err = procinspect.Alive(context.Background(), loop.Identity)
+	require.NoError(t, err)
+	assert.False(t, alive, "Close ended the survivor")
+}
