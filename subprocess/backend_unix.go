@@ -21,12 +21,14 @@ import (
 // posixBackend marks every child with two cookies: one for its tree (swept by Terminate) and
 // one for the Service (swept by Close), so processes that leave their group are still found.
 type posixBackend struct {
+	table     posix.Table // the one reader of the process table for the Service's trees
 	svcCookie *posix.Cookie
 	spawner   *posix.Spawner // with Config.KillOnHostExit
 }
 
 func newBackend(cfg Config) (backend, error) {
-	b := &posixBackend{svcCookie: posix.NewCookie()}
+	b := &posixBackend{}
+	b.svcCookie = posix.NewCookie().ReadThrough(&b.table)
 	if cfg.KillOnHostExit {
 		if !posix.HasParentDeathSignal {
 			return nil, &Error{Op: "new service", Name: "KillOnHostExit", Kind: ErrUnsupported,
@@ -59,9 +61,15 @@ func (b *posixBackend) prepare(cmd *exec.Cmd) {
 }
 
 func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
-	// The tree's cookie is the last entry prepare appended.
-	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
-	return posixTree{posix.NewTree(cmd, c)}, nil
+	t, _ := b.newTree(cmd)
+	return posixTree{t}, nil
+}
+
+// newTree watches a started command that prepare marked, and returns its cookie: the last
+// entry prepare appended to its environment.
+func (b *posixBackend) newTree(cmd *exec.Cmd) (*posix.Tree, *posix.Cookie) {
+	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1]).ReadThrough(&b.table)
+	return posix.NewTree(cmd, c, &b.table), c
 }
 
 // startError classifies the errno of a failed fork or exec.
@@ -140,7 +148,8 @@ func (t posixTree) exit() exitInfo {
 	return x
 }
 
-func (t posixTree) alive() bool                        { return t.t.Alive() }
+func (t posixTree) alive() bool { return t.t.Alive() }
+
 // waitGone also reports a failure to reap the leader once the tree is gone (something else in
 // the host process reaped it first).
 func (t posixTree) waitGone(ctx context.Context) error {

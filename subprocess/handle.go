@@ -332,10 +332,7 @@ func (h *Handle) Close() error {
 	h.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
 		defer cancel()
-		if !isClosed(h.leaderDone) || h.tree.alive() {
-			h.closeErr = h.Terminate(ctx)
-		}
-		h.cutPumps()
+		h.closeErr = h.end(ctx)
 		select {
 		case <-h.endedCh:
 		case <-ctx.Done():
@@ -435,6 +432,17 @@ wait:
 }
 
 func (h *Handle) ended() <-chan struct{} { return h.endedCh }
+
+// end terminates the tree if anything of it is alive, and stops reading its output. A tree
+// already gone is not swept for escaped processes here: Terminate and Service.Close do that.
+func (h *Handle) end(ctx context.Context) error {
+	var err error
+	if !isClosed(h.leaderDone) || h.tree.alive() {
+		err = h.Terminate(ctx)
+	}
+	h.cutPumps()
+	return err
+}
 
 // checkCtx refuses a nil ctx.
 func checkCtx(op, name string, ctx context.Context) error {

@@ -204,8 +204,9 @@ func (s *Service) resolve(name string, env []string, dir string) (string, error)
 
 // owned is a tree the Service ends at Close: a Handle or a Terminal.
 type owned interface {
-	Terminate(ctx context.Context) error
-	Done() <-chan struct{}
+	// end ends what is left of the tree (Terminate, unless nothing of it is alive) and stops
+	// reading its output.
+	end(ctx context.Context) error
 	Pid() int
 	// ended is closed once the tree has left the live set: nothing of it is left.
 	ended() <-chan struct{}
@@ -270,7 +271,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, h := range hs {
 		wg.Go(func() {
-			if err := h.Terminate(ctx); err != nil {
+			if err := h.end(ctx); err != nil {
 				errs[i] = fmt.Errorf("pid %d: %w", h.Pid(), err)
 				return
 			}

@@ -70,18 +70,19 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: dir, Env: env,
 		Stdin: tty, Stdout: tty, Stderr: tty,
 	}
-	s.backend.prepare(cmd) // the Service's and the tree's cookies
+	be := s.backend.(*posixBackend) // the one backend of unix
+	be.prepare(cmd)                 // the Service's and the tree's cookies
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	cookie := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1])
 	if err := s.backend.start(cmd); err != nil {
 		master.Close()
 		return nil, s.startError(spec.Path, err)
 	}
 	ctx := context.Background()
+	tree, cookie := be.newTree(cmd) // a session leader leads a group of its own too
 	t := &Terminal{
-		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(), cookie: cookie,
+		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(),
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),
-		tree:       posix.NewTree(cmd, cookie), // a session leader leads a group of its own too
+		tree: tree, cookie: cookie,
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
 		seen: map[procinspect.Identity]struct{}{},
 	}
@@ -151,7 +152,6 @@ func (t *Terminal) run() {
 	if exit.Signal != 0 {
 		r.Signal = unix.SignalName(exit.Signal)
 	}
-	t.out.result(false)
 	t.result = r
 	close(t.settledCh)
 
@@ -463,8 +463,7 @@ func (t *Terminal) Close() error {
 	t.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+killWait)
 		defer cancel()
-		t.closeErr = t.Terminate(ctx)
-		cut(t.master)
+		t.closeErr = t.end(ctx)
 		select {
 		case <-t.endedCh:
 		case <-ctx.Done():
@@ -474,6 +473,13 @@ func (t *Terminal) Close() error {
 }
 
 func (t *Terminal) ended() <-chan struct{} { return t.endedCh }
+
+// end terminates whatever the terminal started and stops reading its output.
+func (t *Terminal) end(ctx context.Context) error {
+	err := t.Terminate(ctx)
+	cut(t.master)
+	return err
+}
 
 // valid reports whether t was made by SpawnTerminal; otherwise it returns the error for op.
 func (t *Terminal) valid(op string) error {

@@ -49,7 +49,12 @@ func ReadStat(pid int) (Stat, error) {
 // It reuses one read buffer and one path buffer for the whole scan and calls
 // open/read/close directly, so the only allocations per process are the Comm
 // string and the growth of the result slice.
-func ReadAll() ([]Stat, error) {
+func ReadAll() ([]Stat, error) { return ReadSome(nil) }
+
+// ReadSome is ReadAll reading the stat files only of the pids keep accepts (all
+// of them when keep is nil): listing /proc is cheap, reading a stat file is
+// what a scan spends its time on.
+func ReadSome(keep func(pid int) bool) ([]Stat, error) {
 	dirfd, err := unix.Open(ProcRoot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: ProcRoot, Err: err}
@@ -76,7 +81,7 @@ func ReadAll() ([]Stat, error) {
 				return nil, &fs.PathError{Op: "readdirent", Path: ProcRoot, Err: errors.New("corrupt directory entry")}
 			}
 			b = b[reclen:]
-			if pid <= 0 {
+			if pid <= 0 || keep != nil && !keep(pid) {
 				continue
 			}
 			st, err := r.readStat(dirfd, "", pid)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,6 +29,14 @@ const CookiePrefix = "SUBKIT_TREE_"
 type Cookie struct {
 	name  string // "SUBKIT_TREE_<hex>"
 	since uint64 // start token of now at creation: older processes are never matched
+	table *Table // what Find remembers between calls, or nil
+}
+
+// ReadThrough makes Find remember, in t, what never changes about the processes it reads, so
+// later Finds of any cookie read through t cost less. It returns c.
+func (c *Cookie) ReadThrough(t *Table) *Cookie {
+	c.table = t
+	return c
 }
 
 // NewCookie returns a fresh cookie. Make it before starting the processes it marks: only
@@ -45,37 +54,21 @@ func (c *Cookie) Env() string { return c.name + "=" + strconv.FormatUint(c.since
 // Find lists the live processes of this user that carry the cookie, except those in skip
 // (a process group already handled by other means). It finds nothing where process
 // environments cannot be read (only Linux is supported).
+//
+// A process is found when its environment holds the cookie's NAME= entry, it runs as this
+// user, it started no earlier than the cookie's start token and it is not in group skipPgid.
+// Only the processes that pass the owner and start tests, which cost no environment read,
+// have their environment read. An error about one process (other than its being gone, or not
+// readable by this user) is returned along with what was found.
 func (c *Cookie) Find(ctx context.Context, skipPgid int) ([]procinspect.Identity, error) {
-	if !canReadEnviron {
-		return nil, nil
-	}
-	tab, err := procinspect.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	want := c.name + "="
-	var found []procinspect.Identity
-	for _, p := range tab.Procs() {
-		if p.Start < c.since || p.Pgid == skipPgid || !sameUser(p.Pid) {
-			continue
-		}
-		env, err := procinspect.Environ(ctx, p.Pid)
-		if err == nil && len(env) == 0 && !p.Zombie {
-			// A process in the middle of execve reads as empty for a moment.
-			time.Sleep(time.Millisecond)
-			env, err = procinspect.Environ(ctx, p.Pid)
-		}
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		for _, kv := range env {
-			if strings.HasPrefix(kv, want) {
-				found = append(found, p.Identity)
-				break
-			}
-		}
-	}
-	return found, nil
+	return c.find(ctx, skipPgid, nil)
+}
+
+// findStats records what one Find did, for tests. A nil *findStats records nothing.
+type findStats struct {
+	environReads map[int]int   // pid -> reads of its environment
+	relooked     []int         // pids looked at again, once per round, after a pause
+	paused       time.Duration // total pause before second looks at environments read mid-execve
 }
 
 // CookieFromEnv returns the cookie of an entry made by Env, or nil.
@@ -99,10 +92,11 @@ const sweepRounds = 5
 func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
 	for range sweepRounds {
 		found, err := c.Find(ctx, 0)
-		if err != nil || len(found) == 0 {
-			return err
+		if len(found) > 0 {
+			// What was found is ended even when the read of some other process failed.
+			err = errors.Join(err, endAll(ctx, found, grace))
 		}
-		if err := endAll(ctx, found, grace); err != nil {
+		if err != nil || len(found) == 0 {
 			return err
 		}
 	}

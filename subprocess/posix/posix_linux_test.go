@@ -39,7 +39,7 @@ func startTree(t *testing.T, args ...string) (*posix.Tree, *exec.Cmd) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = posix.SysProcAttr()
 	require.NoError(t, cmd.Start())
-	tr := posix.NewTree(cmd, nil)
+	tr := posix.NewTree(cmd, nil, new(posix.Table))
 	t.Cleanup(func() {
 		tr.Signal(syscall.SIGKILL)
 		<-tr.Gone()

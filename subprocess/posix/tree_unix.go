@@ -36,9 +36,11 @@ type Exit struct {
 // the group, and reads the whole process table again only when none of them is a member any
 // more.
 type Tree struct {
-	cmd    *exec.Cmd
-	pid    int // the leader's pid, also the group's id
-	cookie *Cookie
+	cmd     *exec.Cmd
+	pid     int // the leader's pid, also the group's id
+	started time.Time
+	cookie  *Cookie
+	table   *Table
 
 	exited  chan struct{} // closed once the leader has exited; exit is set then
 	exit    Exit
@@ -54,11 +56,11 @@ type Tree struct {
 }
 
 // NewTree watches the tree led by cmd's process, which must have been started with
-// SysProcAttr, marked with c (which may be nil). From then on the Tree reaps the leader: the
-// caller must not call cmd.Wait.
-func NewTree(cmd *exec.Cmd, c *Cookie) *Tree {
+// SysProcAttr, marked with c (which may be nil), reading the process table through tab (which
+// may be nil). From then on the Tree reaps the leader: the caller must not call cmd.Wait.
+func NewTree(cmd *exec.Cmd, c *Cookie, tab *Table) *Tree {
 	t := &Tree{
-		cmd: cmd, pid: cmd.Process.Pid, cookie: c, pinned: true,
+		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), cookie: c, table: tab, pinned: true,
 		exited: make(chan struct{}), gone: make(chan struct{}),
 	}
 	go t.watch()
@@ -237,19 +239,13 @@ func (t *Tree) markEmpty() {
 	t.mu.Unlock()
 }
 
+// recentFor is how long after its start a leader counts as recent for groupMembers: pids
+// cannot have wrapped all the way round in so short a time.
+const recentFor = time.Second
+
 // liveMembers lists the group's members that are alive (not zombies), the leader excluded.
 func (t *Tree) liveMembers(ctx context.Context) ([]procinspect.Identity, error) {
-	tab, err := procinspect.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var live []procinspect.Identity
-	for _, p := range tab.Group(t.pid) {
-		if !p.Zombie && p.Pid != t.pid {
-			live = append(live, p.Identity)
-		}
-	}
-	return live, nil
+	return t.table.groupMembers(ctx, t.pid, time.Since(t.started) < recentFor)
 }
 
 // Signal sends sig to every member of the tree's group. While the leader is held the group
@@ -350,10 +346,17 @@ func SignalAll(ctx context.Context, ids []procinspect.Identity, sig syscall.Sign
 }
 
 // Alive reports whether the group may still have a live member, or a process found by Sweep
-// is left.
+// is left. Once the leader has exited, and until Gone tells, it reads the table (a read shared
+// with the Tree's own watch).
 func (t *Tree) Alive() bool {
 	if !isClosed(t.gone) {
-		return true
+		if !isClosed(t.exited) {
+			return true
+		}
+		live, err := t.liveMembers(context.Background())
+		if err != nil || len(live) > 0 {
+			return true
+		}
 	}
 	return len(t.liveEscaped()) > 0
 }
