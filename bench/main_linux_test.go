@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"os"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,4 +12,13 @@ import (
 
 // No goroutine may outlive the benchmarks: the Service's pumps, waiters and escalations all
 // end with their trees.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if n := os.Getenv(liveTreesBaselineVar); n != "" {
+		count, err := strconv.Atoi(n)
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Exit(liveTreesBaseline(count))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -78,6 +78,7 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		return nil, s.startError(spec.Path, err)
 	}
 	ctx := context.Background()
+	pid := cmd.Process.Pid
 	tree, cookie := be.newTree(cmd) // a session leader leads a group of its own too
 	t := &Terminal{
 		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(),
@@ -86,8 +87,8 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
 		seen: map[procinspect.Identity]struct{}{},
 	}
-	t.shell.Pid = cmd.Process.Pid
-	if p, err := procinspect.Lookup(ctx, cmd.Process.Pid); err == nil {
+	t.shell.Pid = pid
+	if p, err := procinspect.Lookup(ctx, pid); err == nil {
 		t.shell = p.Identity
 	}
 	go t.out.pump(master, true)

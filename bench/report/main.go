@@ -250,6 +250,22 @@ var rows = []row{
 		Note: "1,000 `sleep` of this user, started before the cookie, untimed; steady state (the " +
 			"Service's Table remembers what never changes of a process); the first Find is reported as cold-ms",
 	},
+	{
+		Title:    "OS threads held while 1,000 trees live (`sleep 1000`, stdio discarded)",
+		Baseline: "os/exec `Start` of each and a goroutine per tree in `cmd.Wait`",
+		Target:   "fewer than 50 threads",
+		Bench:    "BenchmarkLiveTrees1000",
+		Check:    threadsUnder(50),
+		Note:     "the thread count of the process once every tree runs and the count has settled",
+	},
+	{
+		Title:    "OS threads held while 10,000 trees live",
+		Baseline: "as row 12, in a child process whose Go thread limit is raised past its default of 10,000",
+		Target:   "fewer than 50 threads",
+		Bench:    "BenchmarkLiveTrees10000",
+		Check:    threadsUnder(50),
+		Note:     "at Go's default limit a thread per tree is a fatal error: thread exhaustion",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
@@ -274,6 +290,20 @@ func timeUnder(limitNs float64) func(*results, string, string) (string, string, 
 			return "", "", "", false, false
 		}
 		return duration(s), duration(b), fmt.Sprintf("%s (%.1fx faster)", duration(s), b/s), s <= limitNs, true
+	}
+}
+
+// threadsUnder meets when the subkit side held fewer than limit threads in every run.
+func threadsUnder(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
+	return func(res *results, sub, base string) (string, string, string, bool, bool) {
+		s, ok1 := res.samples[sub]["threads"], len(res.samples[sub]["threads"]) > 0
+		b, ok2 := res.stat(base, "threads")
+		if !ok1 || !ok2 {
+			return "", "", "", false, false
+		}
+		worst := slices.Max(s)
+		return fmt.Sprintf("%.0f threads", worst), fmt.Sprintf("%.0f threads", b),
+			fmt.Sprintf("%.0f threads (%.0fx fewer)", worst, b/worst), worst < limit, true
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -123,7 +124,7 @@ func TestPendingRow(t *testing.T) {
 	write(&out, res, host{}, "", "results.txt", "", nil, time.Now())
 	doc := out.String()
 	assert.Contains(t, doc, "| future row | none | report | - | - | - | pending: not built yet |")
-	assert.NotContains(t, doc, "row 11 (BenchmarkFuture)", "a pending row is not a missed one")
+	assert.NotContains(t, doc, fmt.Sprintf("row %d (BenchmarkFuture)", len(rows)), "a pending row is not a missed one")
 }
 
 func TestGroup(t *testing.T) {

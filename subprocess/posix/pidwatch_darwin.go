@@ -50,6 +50,19 @@ func openPidWatch(pid int, child bool) (*pidWatch, error) {
 	return w, nil
 }
 
+// watchChild watches a child started by os/exec: here the Process stays as it is and reaps
+// the child (owned is false).
+func watchChild(p *os.Process) (w *pidWatch, owned bool, err error) {
+	w, err = openPidWatch(p.Pid, true)
+	return w, false, err
+}
+
+// reap is never needed here: see watchChild.
+func (w *pidWatch) reap() error {
+	w.close()
+	return errors.New("the watch does not reap on this OS")
+}
+
 // wait returns once the process has exited, or with an error when the watch was closed.
 func (w *pidWatch) wait() error {
 	if w.gone {

@@ -32,6 +32,49 @@ func openPidWatch(pid int, child bool) (*pidWatch, error) {
 	return &pidWatch{f: os.NewFile(uintptr(fd), "pidfd")}, nil
 }
 
+// watchChild watches a child started by os/exec with one descriptor in all: it takes over the
+// pidfd os.Process holds and releases the Process, so the watch is then the only way to reap
+// the child (owned is true). Where os.Process holds no pidfd it opens a watch of its own and
+// leaves the Process as it is (owned is false).
+func watchChild(p *os.Process) (w *pidWatch, owned bool, err error) {
+	fd := -1
+	var derr error
+	if herr := p.WithHandle(func(h uintptr) { fd, derr = unix.FcntlInt(h, unix.F_DUPFD_CLOEXEC, 0) }); herr != nil {
+		w, err := openPidWatch(p.Pid, true)
+		return w, false, err
+	}
+	if derr != nil {
+		return nil, false, fmt.Errorf("dup pidfd: %w", derr)
+	}
+	// The duplicate shares the open file description, and so its O_NONBLOCK, with the
+	// Process's descriptor, which Release closes at once.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, false, fmt.Errorf("pidfd non-blocking: %w", err)
+	}
+	p.Release()
+	return &pidWatch{f: os.NewFile(uintptr(fd), "pidfd")}, true, nil
+}
+
+// reap reaps the exited child and closes the watch.
+func (w *pidWatch) reap() error {
+	defer w.close()
+	var werr error
+	err := withRaw(w.f, func(fd int) {
+		var info [128]byte
+		for {
+			werr = unix.Waitid(unix.P_PIDFD, fd, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED, nil)
+			if werr != unix.EINTR {
+				return
+			}
+		}
+	})
+	if err = errors.Join(err, werr); err != nil {
+		return fmt.Errorf("waitid: %w", err)
+	}
+	return nil
+}
+
 // wait returns once the process has exited (it is then a zombie or gone), or with an error
 // when the watch was closed.
 func (w *pidWatch) wait() error {

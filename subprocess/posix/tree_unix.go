@@ -37,7 +37,8 @@ type Exit struct {
 // more.
 type Tree struct {
 	cmd     *exec.Cmd
-	pid     int // the leader's pid, also the group's id
+	reaper  *pidWatch // when set, the watch that reaps the leader (cmd.Process is released)
+	pid     int       // the leader's pid, also the group's id
 	started time.Time
 	cookie  *Cookie
 	table   *Table
@@ -57,13 +58,19 @@ type Tree struct {
 
 // NewTree watches the tree led by cmd's process, which must have been started with
 // SysProcAttr, marked with c (which may be nil), reading the process table through tab (which
-// may be nil). From then on the Tree reaps the leader: the caller must not call cmd.Wait.
+// may be nil). From then on the Tree reaps the leader: the caller must not call cmd.Wait, nor
+// use cmd.Process at all (on Linux the Tree takes over its pidfd and releases it, after which
+// its Pid reads -1; Pgid is the leader's pid).
 func NewTree(cmd *exec.Cmd, c *Cookie, tab *Table) *Tree {
 	t := &Tree{
 		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), cookie: c, table: tab, pinned: true,
 		exited: make(chan struct{}), gone: make(chan struct{}),
 	}
-	go t.watch()
+	w, owned, err := watchChild(cmd.Process) // may release cmd.Process: not used from here on
+	if owned {
+		t.reaper = w
+	}
+	go t.watch(w, err)
 	return t
 }
 
@@ -92,40 +99,53 @@ func (t *Tree) ReapErr() error {
 
 // watch is the Tree's one goroutine: it waits for the leader's exit, then for its group to
 // empty, and reaps the leader.
-func (t *Tree) watch() {
+func (t *Tree) watch(w *pidWatch, err error) {
 	defer close(t.gone)
-	w, err := openPidWatch(t.pid, true)
 	if err == nil {
 		if err = w.wait(); err == nil {
 			t.exit, t.exitErr = w.exit()
 		}
-		w.close()
+		if t.reaper == nil {
+			w.close()
+		}
 	}
-	if err != nil || t.exitErr != nil {
+	if t.reaper == nil && (err != nil || t.exitErr != nil) {
 		// No watch (this OS, or no descriptor left), or no status without reaping: reap the
 		// leader now. The group number is then held only by its other members.
-		t.exitErr = nil
-		state, werr := t.reap()
-		t.exit, t.exitErr = exitOf(state, werr)
+		werr := t.cmd.Wait()
+		t.markReaped()
+		t.exit, t.exitErr = exitOf(t.cmd.ProcessState, werr)
+	} else if err != nil {
+		t.exit, t.exitErr = Exit{Code: -1}, fmt.Errorf("watch pid %d: %w", t.pid, err)
 	}
 	close(t.exited)
 	t.watchGroup()
 }
 
-// reap waits for the leader (at once, when it has exited) and marks it reaped.
-func (t *Tree) reap() (*os.ProcessState, error) {
-	err := t.cmd.Wait()
+// reap reaps the exited leader and marks it reaped.
+func (t *Tree) reap() error {
+	var err error
+	if t.reaper != nil {
+		err = t.reaper.reap()
+	} else if err = t.cmd.Wait(); errors.As(err, new(*exec.ExitError)) {
+		err = nil // a non-zero status is not a failure to wait
+	}
+	t.markReaped()
+	return err
+}
+
+func (t *Tree) markReaped() {
+	t.mu.Lock()
+	t.pinned = false
+	t.mu.Unlock()
+}
+
+// exitOf is how the leader ended, from what cmd.Wait reported.
+func exitOf(ps *os.ProcessState, err error) (Exit, error) {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		err = nil // a non-zero status is not a failure to wait
 	}
-	t.mu.Lock()
-	t.pinned = false
-	t.mu.Unlock()
-	return t.cmd.ProcessState, err
-}
-
-func exitOf(ps *os.ProcessState, err error) (Exit, error) {
 	if err != nil || ps == nil {
 		return Exit{Code: -1}, fmt.Errorf("wait for pid: %w", err)
 	}
@@ -145,7 +165,7 @@ func (t *Tree) watchGroup() {
 			// No process table here: the group is gone when no process has its number,
 			// zombies included.
 			if t.isPinned() {
-				_, t.reapErr = t.reap()
+				t.reapErr = t.reap()
 			}
 			poll(ctx, func() bool { return !errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH) })
 			t.markEmpty()
@@ -164,7 +184,7 @@ func (t *Tree) watchGroup() {
 			t.markEmpty()
 			return
 		}
-		_, t.reapErr = t.reap()
+		t.reapErr = t.reap()
 		// A member that forked and exited while the table was read may have left a child the
 		// read missed; with the leader reaped, the group exists only through such members.
 		if errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH) {
