@@ -33,18 +33,20 @@ func start(t *testing.T, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// startTree starts args as the leader of a group of its own, watched by a Tree.
-func startTree(t *testing.T, args ...string) (*posix.Tree, *exec.Cmd) {
+// startTree starts args as the leader of a group of its own, watched by a Tree, and returns
+// the leader's pid (cmd.Process is the Tree's from then on).
+func startTree(t *testing.T, args ...string) (*posix.Tree, int) {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = posix.SysProcAttr()
 	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
 	tr := posix.NewTree(cmd, nil, new(posix.Table))
 	t.Cleanup(func() {
 		tr.Signal(syscall.SIGKILL)
 		<-tr.Gone()
 	})
-	return tr, cmd
+	return tr, pid
 }
 
 func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
@@ -57,8 +59,8 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 }
 
 func TestTreeSignalAliveAndLatch(t *testing.T) {
-	tr, cmd := startTree(t, "bash", "-c", "sleep 1000 & sleep 1000 & wait")
-	assert.Equal(t, cmd.Process.Pid, tr.Pgid())
+	tr, pid := startTree(t, "bash", "-c", "sleep 1000 & sleep 1000 & wait")
+	assert.Equal(t, pid, tr.Pgid())
 	assert.True(t, tr.Alive())
 	require.NoError(t, tr.Signal(syscall.SIGKILL))
 	within(t, tr.Gone(), 5*time.Second, "group gone after SIGKILL")
@@ -73,18 +75,18 @@ func TestTreeSignalAliveAndLatch(t *testing.T) {
 // The leader's exit is known at once, its status read without reaping it; it stays a zombie,
 // holding its pid and the group number, until the last member of its group has exited.
 func TestTreeHoldsTheLeaderUntilTheGroupIsEmpty(t *testing.T) {
-	tr, cmd := startTree(t, "bash", "-c", "sleep 0.5 & exit 3")
+	tr, pid := startTree(t, "bash", "-c", "sleep 0.5 & exit 3")
 	within(t, tr.Exited(), 5*time.Second, "leader exit")
 	e, err := tr.Exit()
 	require.NoError(t, err)
 	assert.Equal(t, posix.Exit{Code: 3}, e)
-	p, err := procinspect.Lookup(context.Background(), cmd.Process.Pid)
+	p, err := procinspect.Lookup(context.Background(), pid)
 	require.NoError(t, err, "the leader is held while its group has a live member")
 	assert.True(t, p.Zombie)
 	assert.True(t, tr.Alive())
 	within(t, tr.Gone(), 5*time.Second, "group gone once the sleep exits")
 	require.NoError(t, tr.ReapErr())
-	_, err = procinspect.Lookup(context.Background(), cmd.Process.Pid)
+	_, err = procinspect.Lookup(context.Background(), pid)
 	assert.ErrorIs(t, err, procinspect.ErrNotFound, "the leader is reaped once its group is empty")
 }
 
