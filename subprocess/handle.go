@@ -425,7 +425,7 @@ wait:
 	// gone, so Service.Close still ends them.
 	<-h.pumpsDone
 	if err := h.tree.waitGone(context.Background()); err != nil {
-		h.svc.log.Warn("tree not followed to its end", "pid", h.pid, "err", err)
+		h.svc.log.Warn("the end of the tree is not confirmed", "pid", h.pid, "err", err)
 	}
 	h.svc.forget(h)
 	close(h.endedCh)
@@ -495,11 +495,4 @@ func (m *memo) run(ctx context.Context, f func() error, op, name string) error {
 		return &Error{Op: op, Name: name, Err: ctx.Err(),
 			Hint: "the escalation goes on in the background; WaitForExit tells when the tree is gone"}
 	}
-}
-
-// succeeded reports whether a run has ended without error.
-func (m *memo) succeeded() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cur != nil && isClosed(m.cur.done) && m.cur.err == nil
 }
