@@ -36,8 +36,12 @@ type StreamResult struct {
 	TotalBytes int64  // every byte the stream produced (that was read before settlement)
 	Truncated  bool   // Tail is not the whole stream
 	// SpillPath is the private file holding the whole stream. It is set only when the stream
-	// outgrew the tail, stayed within SpillBytes, and the file was sealed without error. The
-	// file outlives the Handle and the Service: the caller removes it.
+	// outgrew the tail and stayed within SpillBytes, and, for a stream that ended before the
+	// result settled, when the file was sealed without error. A stream that daemons still hold
+	// (Result.PipesHeld) goes on into the file, which from then on is never removed: it holds
+	// at least the TotalBytes of the snapshot, and stops growing (a complete prefix of the
+	// stream) if the stream outgrows SpillBytes. The file outlives the Handle and the Service:
+	// the caller removes it.
 	SpillPath string
 	// SpillErr says why a spill file that was wanted is missing (write or close failure), or
 	// is nil. A stream larger than SpillBytes is not an error: it is Truncated without a path.
