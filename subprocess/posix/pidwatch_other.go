@@ -14,7 +14,7 @@ type pidWatch struct{}
 var errNoPidWatch = errors.New("no process exit watch on this OS")
 
 func openPidWatch(pid int, child bool) (*pidWatch, error) { return nil, errNoPidWatch }
-func watchChild(p *os.Process) (*pidWatch, bool, error)  { return nil, false, errNoPidWatch }
+func watchChild(p *os.Process) (*pidWatch, bool, error)   { return nil, false, errNoPidWatch }
 func (*pidWatch) reap() error                             { return errNoPidWatch }
 func (*pidWatch) wait() error                             { return errNoPidWatch }
 func (*pidWatch) exit() (Exit, error)                     { return Exit{}, errNoPidWatch }
