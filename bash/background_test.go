@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -185,9 +187,12 @@ func TestBackgroundRunningCap(t *testing.T) {
 	assert.Equal(t, 0, exec(t, e, bash.Request{Command: "true"}).ExitCode)
 
 	require.NoError(t, p1.Terminate(ctxT(t, 10*time.Second)))
-	p3 := start(t, e, "true")
+	// p3 holds the freed slot until the test lets it exit.
+	release := filepath.Join(t.TempDir(), "release")
+	p3 := start(t, e, "while [ ! -e "+release+" ]; do sleep 0.01; done")
 	_, err = e.Start(context.Background(), bash.Request{Command: "true"})
 	require.ErrorIs(t, err, bash.ErrTooMany)
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
 	// A process that exits by itself frees its slot once its result is in.
 	_, err = p3.Wait(ctxT(t, 10*time.Second))
 	require.NoError(t, err)

@@ -183,7 +183,8 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	}
 	defer e.store.release(sr)
 	res := newResult(req.Command, h, sr)
-	res.Timeout, res.Cancelled = timeout, cancelled
+	// Close may end the tree before this call sees it closing: a signal then is Close's.
+	res.Timeout, res.Cancelled = timeout, cancelled || isDone(e.closing) && sr.Signal != ""
 	if survivors(h, &res) {
 		h.Close()
 	} else {
