@@ -69,7 +69,8 @@ func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
 // entry prepare appended to its environment.
 func (b *posixBackend) newTree(cmd *exec.Cmd) (*posix.Tree, *posix.Cookie) {
 	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1]).ReadThrough(&b.table)
-	return posix.NewTree(cmd, c, &b.table), c
+	pid := cmd.Process.Pid // before WatchChild takes the Process over
+	return posix.NewTree(pid, posix.WatchChild(cmd), c, &b.table), c
 }
 
 // startError classifies the errno of a failed fork or exec.

@@ -41,7 +41,7 @@ func startTree(t *testing.T, args ...string) (*posix.Tree, int) {
 	cmd.SysProcAttr = posix.SysProcAttr()
 	require.NoError(t, cmd.Start())
 	pid := cmd.Process.Pid
-	tr := posix.NewTree(cmd, nil, new(posix.Table))
+	tr := posix.NewTree(pid, posix.WatchChild(cmd), nil, new(posix.Table))
 	t.Cleanup(func() {
 		tr.Signal(syscall.SIGKILL)
 		<-tr.Gone()

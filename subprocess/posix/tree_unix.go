@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -36,9 +34,8 @@ type Exit struct {
 // the group, and reads the whole process table again only when none of them is a member any
 // more.
 type Tree struct {
-	cmd     *exec.Cmd
-	reaper  *pidWatch // when set, the watch that reaps the leader (cmd.Process is released)
-	pid     int       // the leader's pid, also the group's id
+	leader  Leader
+	pid     int // the leader's pid, also the group's id
 	started time.Time
 	cookie  *Cookie
 	table   *Table
@@ -56,21 +53,15 @@ type Tree struct {
 	found   bool // a sweep has found an escaped process
 }
 
-// NewTree watches the tree led by cmd's process, which must have been started with
-// SysProcAttr, marked with c (which may be nil), reading the process table through tab (which
-// may be nil). From then on the Tree reaps the leader: the caller must not call cmd.Wait, nor
-// use cmd.Process at all (on Linux the Tree takes over its pidfd and releases it, after which
-// its Pid reads -1; Pgid is the leader's pid).
-func NewTree(cmd *exec.Cmd, c *Cookie, tab *Table) *Tree {
+// NewTree watches the tree whose leader has pid (started with SysProcAttr, or as a session
+// leader), learning of its exit and reaping it through leader, marked with c (which may be
+// nil), reading the process table through tab (which may be nil).
+func NewTree(pid int, leader Leader, c *Cookie, tab *Table) *Tree {
 	t := &Tree{
-		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), cookie: c, table: tab, pinned: true,
+		leader: leader, pid: pid, started: time.Now(), cookie: c, table: tab, pinned: true,
 		exited: make(chan struct{}), gone: make(chan struct{}),
 	}
-	w, owned, err := watchChild(cmd.Process) // may release cmd.Process: not used from here on
-	if owned {
-		t.reaper = w
-	}
-	go t.watch(w, err)
+	go t.watch()
 	return t
 }
 
@@ -99,24 +90,12 @@ func (t *Tree) ReapErr() error {
 
 // watch is the Tree's one goroutine: it waits for the leader's exit, then for its group to
 // empty, and reaps the leader.
-func (t *Tree) watch(w *pidWatch, err error) {
+func (t *Tree) watch() {
 	defer close(t.gone)
-	if err == nil {
-		if err = w.wait(); err == nil {
-			t.exit, t.exitErr = w.exit()
-		}
-		if t.reaper == nil {
-			w.close()
-		}
-	}
-	if t.reaper == nil && (err != nil || t.exitErr != nil) {
-		// No watch (this OS, or no descriptor left), or no status without reaping: reap the
-		// leader now. The group number is then held only by its other members.
-		werr := t.cmd.Wait()
-		t.markReaped()
-		t.exit, t.exitErr = exitOf(t.cmd.ProcessState, werr)
-	} else if err != nil {
-		t.exit, t.exitErr = Exit{Code: -1}, fmt.Errorf("watch pid %d: %w", t.pid, err)
+	var reaped bool
+	t.exit, reaped, t.exitErr = t.leader.Wait()
+	if reaped {
+		t.markReaped() // the group number is then held only by its other members
 	}
 	close(t.exited)
 	t.watchGroup()
@@ -124,12 +103,7 @@ func (t *Tree) watch(w *pidWatch, err error) {
 
 // reap reaps the exited leader and marks it reaped.
 func (t *Tree) reap() error {
-	var err error
-	if t.reaper != nil {
-		err = t.reaper.reap()
-	} else if err = t.cmd.Wait(); errors.As(err, new(*exec.ExitError)) {
-		err = nil // a non-zero status is not a failure to wait
-	}
+	err := t.leader.Reap()
 	t.markReaped()
 	return err
 }
@@ -138,21 +112,6 @@ func (t *Tree) markReaped() {
 	t.mu.Lock()
 	t.pinned = false
 	t.mu.Unlock()
-}
-
-// exitOf is how the leader ended, from what cmd.Wait reported.
-func exitOf(ps *os.ProcessState, err error) (Exit, error) {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		err = nil // a non-zero status is not a failure to wait
-	}
-	if err != nil || ps == nil {
-		return Exit{Code: -1}, fmt.Errorf("wait for pid: %w", err)
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Exit{Code: -1, Signal: ws.Signal()}, nil
-	}
-	return Exit{Code: ps.ExitCode()}, nil
 }
 
 // watchGroup returns once the group has been seen without a live member, having reaped the
