@@ -101,10 +101,13 @@ func (t *Tree) watch() {
 	t.watchGroup()
 }
 
-// reap reaps the exited leader and marks it reaped.
+// reap reaps the exited leader and marks it reaped, in one step for Signal: no group signal
+// goes out between the two.
 func (t *Tree) reap() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	err := t.leader.Reap()
-	t.markReaped()
+	t.pinned = false
 	return err
 }
 
