@@ -15,19 +15,21 @@ type backend interface {
 	pathRules() pathRules
 	// prepare sets the attributes that detach the child into a tree of its own.
 	prepare(cmd *exec.Cmd)
-	// start starts a prepared command (from the Service's spawning thread, if it has one).
-	start(cmd *exec.Cmd) error
+	// start starts a prepared command (from the Service's spawning thread, or through its
+	// guard) and returns its tree, which from then on owns the wait for its leader (the caller
+	// never calls cmd.Wait nor uses cmd.Process), and the leader's pid. On error nothing is
+	// left running.
+	start(cmd *exec.Cmd) (tree, int, error)
 	// startError classifies a failed start: the kind, and a hint when there is one.
 	startError(err error) (kind error, hint string)
 	// sweep ends the processes that left their trees but carry the Service's mark; a no-op
 	// where nothing can be found that way.
 	sweep(ctx context.Context) error
-	// close releases what the backend holds, once every tree is gone.
-	close()
-	// attach returns the tree of a started command, which from then on owns the wait for its
-	// leader (the caller never calls cmd.Wait). On error the leader has been ended and
-	// reaped.
-	attach(cmd *exec.Cmd) (tree, error)
+	// guardState returns a channel closed when the guard running now dies and one closed when
+	// a newer guard starts; both nil without a guard.
+	guardState() (lost, next <-chan struct{})
+	// close releases what the backend holds (its guard too), once every tree is gone.
+	close(ctx context.Context) error
 }
 
 // tree is one spawned process tree as the backend sees it.

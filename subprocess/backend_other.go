@@ -4,6 +4,7 @@ package subprocess
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 )
 
@@ -11,13 +12,18 @@ import (
 // (see the platform table) before the backend is used.
 type otherBackend struct{}
 
-func newBackend(Config) (backend, error) { return otherBackend{}, nil }
+func newBackend(cfg Config) (backend, error) {
+	if cfg.Guard {
+		return nil, &Error{Op: "new service", Name: "Guard", Kind: ErrUnsupported, Err: errors.New("no guard on " + platformName)}
+	}
+	return otherBackend{}, nil
+}
 
-func (otherBackend) start(cmd *exec.Cmd) error                  { return ErrUnsupported }
+func (otherBackend) start(cmd *exec.Cmd) (tree, int, error)     { return nil, 0, ErrUnsupported }
 func (otherBackend) startError(error) (kind error, hint string) { return nil, "" }
 func (otherBackend) sweep(context.Context) error                { return nil }
-func (otherBackend) close()                                     {}
+func (otherBackend) close(context.Context) error                { return nil }
+func (otherBackend) guardState() (lost, next <-chan struct{})   { return nil, nil }
 func (otherBackend) envRules() envRules                         { return envRules{} }
 func (otherBackend) pathRules() pathRules                       { return pathRules{listSep: ":"} }
 func (otherBackend) prepare(cmd *exec.Cmd)                      {}
-func (otherBackend) attach(cmd *exec.Cmd) (tree, error)         { return nil, ErrUnsupported }

@@ -23,33 +23,81 @@ import (
 type posixBackend struct {
 	table     posix.Table // the one reader of the process table for the Service's trees
 	svcCookie *posix.Cookie
-	spawner   *posix.Spawner // with Config.KillOnHostExit
+	spawner   *posix.Spawner // with Config.KillOnHostExit or Config.Guard
+	guard     *guardKeeper   // with Config.Guard
 }
 
 func newBackend(cfg Config) (backend, error) {
 	b := &posixBackend{}
 	b.svcCookie = posix.NewCookie().ReadThrough(&b.table)
-	if cfg.KillOnHostExit {
+	if cfg.KillOnHostExit || cfg.Guard {
 		if !posix.HasParentDeathSignal {
 			return nil, &Error{Op: "new service", Name: "KillOnHostExit", Kind: ErrUnsupported,
 				Err: errors.New("this OS has no parent-death signal")}
 		}
 		b.spawner = posix.NewSpawner()
 	}
+	if cfg.Guard {
+		g, err := newGuardKeeper(cfg, b.spawner)
+		if err != nil {
+			b.spawner.Close()
+			return nil, err
+		}
+		b.guard = g
+	}
 	return b, nil
 }
 
-func (b *posixBackend) start(cmd *exec.Cmd) error {
-	if b.spawner != nil {
-		return b.spawner.Start(cmd)
+// start starts cmd locally or through the guard, and watches its tree.
+func (b *posixBackend) start(cmd *exec.Cmd) (tree, int, error) {
+	t, _, pid, err := b.startTree(cmd)
+	if err != nil {
+		return nil, 0, err
 	}
-	return cmd.Start()
+	return posixTree{t}, pid, nil
 }
 
-func (b *posixBackend) close() {
+// startTree starts a command that prepare marked, locally or through the guard, and returns
+// its tree, its cookie (the last entry prepare appended to its environment) and the leader's
+// pid.
+func (b *posixBackend) startTree(cmd *exec.Cmd) (*posix.Tree, *posix.Cookie, int, error) {
+	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1]).ReadThrough(&b.table)
+	if b.guard != nil {
+		l, err := b.guard.spawn(cmd)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		return posix.NewTree(l.Pid(), l, c, &b.table), c, l.Pid(), nil
+	}
+	var err error
+	if b.spawner != nil {
+		err = b.spawner.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	pid := cmd.Process.Pid // before WatchChild takes the Process over
+	return posix.NewTree(pid, posix.WatchChild(cmd), c, &b.table), c, pid, nil
+}
+
+func (b *posixBackend) guardState() (lost, next <-chan struct{}) {
+	if b.guard == nil {
+		return nil, nil
+	}
+	return b.guard.state()
+}
+
+func (b *posixBackend) close(ctx context.Context) error {
+	var err error
+	if b.guard != nil {
+		err = b.guard.close(ctx)
+	}
 	if b.spawner != nil {
 		b.spawner.Close()
 	}
+	return err
 }
 
 func (*posixBackend) envRules() envRules   { return envRules{} }
@@ -58,19 +106,6 @@ func (*posixBackend) pathRules() pathRules { return pathRules{listSep: ":", need
 func (b *posixBackend) prepare(cmd *exec.Cmd) {
 	cmd.SysProcAttr = posix.SysProcAttr()
 	cmd.Env = append(cmd.Env, b.svcCookie.Env(), posix.NewCookie().Env())
-}
-
-func (b *posixBackend) attach(cmd *exec.Cmd) (tree, error) {
-	t, _ := b.newTree(cmd)
-	return posixTree{t}, nil
-}
-
-// newTree watches a started command that prepare marked, and returns its cookie: the last
-// entry prepare appended to its environment.
-func (b *posixBackend) newTree(cmd *exec.Cmd) (*posix.Tree, *posix.Cookie) {
-	c := posix.CookieFromEnv(cmd.Env[len(cmd.Env)-1]).ReadThrough(&b.table)
-	pid := cmd.Process.Pid // before WatchChild takes the Process over
-	return posix.NewTree(pid, posix.WatchChild(cmd), c, &b.table), c
 }
 
 // startError classifies the errno of a failed fork or exec.

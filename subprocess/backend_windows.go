@@ -26,11 +26,17 @@ type windowsBackend struct{}
 
 // newBackend ignores Config.KillOnHostExit: job objects already end every tree when the host
 // exits (KILL_ON_JOB_CLOSE).
-func newBackend(Config) (backend, error) { return windowsBackend{}, nil }
+func newBackend(cfg Config) (backend, error) {
+	if cfg.Guard {
+		return nil, &Error{Op: "new service", Name: "Guard", Kind: ErrUnsupported,
+			Err: errors.New("Windows needs no guard: every tree is in a job object that ends with the host")}
+	}
+	return windowsBackend{}, nil
+}
 
-func (windowsBackend) start(cmd *exec.Cmd) error       { return cmd.Start() }
-func (windowsBackend) close()                          {}
-func (windowsBackend) sweep(ctx context.Context) error { return nil }
+func (windowsBackend) close(context.Context) error              { return nil }
+func (windowsBackend) guardState() (lost, next <-chan struct{}) { return nil, nil }
+func (windowsBackend) sweep(ctx context.Context) error          { return nil }
 
 func (windowsBackend) envRules() envRules { return envRules{foldCase: true} }
 func (windowsBackend) pathRules() pathRules {
@@ -54,13 +60,16 @@ func (windowsBackend) startError(err error) (kind error, hint string) {
 	return nil, ""
 }
 
-func (windowsBackend) attach(cmd *exec.Cmd) (tree, error) {
+func (windowsBackend) start(cmd *exec.Cmd) (tree, int, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
 	// A refused job puts the tree on the taskkill route; a leader that could not be resumed
 	// has been ended, and the spawn fails.
 	t := winproc.Attach(cmd.Process, winproc.Config{})
 	if err := t.StartErr(); err != nil {
 		cmd.Wait()
-		return nil, err
+		return nil, 0, err
 	}
 	w := &windowsTree{t: t, done: make(chan struct{})}
 	go func() {
@@ -75,7 +84,7 @@ func (windowsBackend) attach(cmd *exec.Cmd) (tree, error) {
 			w.info.code = cmd.ProcessState.ExitCode()
 		}
 	}()
-	return w, nil
+	return w, cmd.Process.Pid, nil
 }
 
 type windowsTree struct {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	subprocess.HelperMain() // the test binary is the guard's helper
 	if os.Getenv(hostModeVar) != "" {
 		hostMode(os.Getenv(hostModeVar))
 		return

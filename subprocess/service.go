@@ -45,6 +45,20 @@ type Config struct {
 	// host's death. On Windows every tree already dies with the host (job objects), and
 	// KillOnHostExit changes nothing. On other systems New fails with ErrUnsupported.
 	KillOnHostExit bool
+	// Guard runs one helper process per Service, started by New, that spawns every tree, is
+	// their child subreaper (processes that leave a tree by double fork or setsid are
+	// re-parented to it, whatever their environment says), and ends every tree and every
+	// process it adopted when this process dies without Close, even by SIGKILL. The guard is
+	// invisible in the API: pids, members and results are the programs'. A guard that dies
+	// is noticed at once: its trees are ended, and the next Spawn starts a new guard. Linux
+	// only; elsewhere New fails with ErrUnsupported (Windows needs none: job objects end with
+	// the host). It needs a helper executable: Config.Helper, or this binary when it calls
+	// HelperMain; without one New fails with ErrInvalid and says how to enable it.
+	Guard bool
+	// Helper is the path of the kit's helper executable (any binary that calls HelperMain
+	// first thing, such as the subkit CLI); empty means this binary, when it has called
+	// HelperMain.
+	Helper string
 }
 
 // killWait bounds the wait for a tree to vanish after SIGKILL. A tree still present then has
@@ -62,6 +76,9 @@ type Service struct {
 	maxLive int
 	log     *slog.Logger
 	backend backend
+
+	guardWatch sync.WaitGroup // the goroutine that ends the trees of a guard that died
+	stopWatch  chan struct{}  // closed when Close begins
 
 	mu       sync.Mutex
 	closed   bool
@@ -104,19 +121,60 @@ func New(cfg Config) (*Service, error) {
 	}
 	root, err := os.MkdirTemp(tmp, "subkit-runtime-")
 	if err != nil {
-		be.close()
+		be.close(context.Background())
 		return nil, &Error{Op: "new service", Name: tmp, Kind: pathKind(err), Err: err, Hint: "set Config.TempDir to an existing, writable directory"}
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{
+	s := &Service{
 		cwd: cwd, root: root, env: scrubEnv(env, prefix, cfg.AllowEnv, be.envRules()),
 		rules: be.envRules(), paths: be.pathRules(), spill: spillPlace{parent: spill}, maxLive: cfg.MaxLive,
 		log: log, backend: be,
-		live: make(map[owned]struct{}), closing: make(chan struct{}),
-	}, nil
+		live: make(map[owned]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
+	}
+	if lost, _ := be.guardState(); lost != nil {
+		s.guardWatch.Go(s.watchGuard)
+	}
+	return s, nil
+}
+
+// watchGuard ends the trees of a guard that died: their leaders are no longer held, and
+// nothing would end them at the host's death. The next Spawn starts a new guard.
+func (s *Service) watchGuard() {
+	for {
+		lost, next := s.backend.guardState()
+		if lost == nil {
+			return
+		}
+		select {
+		case <-lost:
+		case <-s.stopWatch:
+			return
+		}
+		s.log.Warn("the guard died; ending its trees")
+		s.mu.Lock()
+		hs := make([]owned, 0, len(s.live))
+		for h := range s.live {
+			hs = append(hs, h)
+		}
+		s.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, h := range hs {
+			wg.Go(func() {
+				if err := h.end(context.Background()); err != nil {
+					s.log.Warn("a tree of the dead guard not ended", "pid", h.Pid(), "err", err)
+				}
+			})
+		}
+		wg.Wait()
+		select { // wait for a new guard (a Spawn starts one) or Close
+		case <-s.stopWatch:
+			return
+		case <-next:
+		}
+	}
 }
 
 func (c *Config) check() error {
@@ -258,6 +316,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.stopWatch)
+	s.guardWatch.Wait()
 	s.inflight.Wait()
 
 	s.mu.Lock()
@@ -287,7 +347,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	if err := s.backend.sweep(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("escaped processes: %w", err))
 	}
-	s.backend.close()
+	if err := s.backend.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	// The root goes first, whatever happened to the processes.
 	var rootErr error
 	if err := os.RemoveAll(s.root); err != nil {

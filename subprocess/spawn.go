@@ -67,18 +67,13 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		io.closeParentEnds()
 		return nil, s.startError(spec.Path, err)
 	}
-	if err := s.backend.start(cmd); err != nil {
+	h.tree, h.pid, err = s.backend.start(cmd)
+	if err != nil {
 		io.closeParentEnds()
 		return nil, s.startError(spec.Path, err)
 	}
 	h.start = time.Now()
-	h.pid = cmd.Process.Pid
 	io.closeChildEnds()
-	h.tree, err = s.backend.attach(cmd)
-	if err != nil {
-		io.closeParentEnds()
-		return nil, &Error{Op: "spawn", Name: spec.Path, Err: err}
-	}
 
 	h.startPumps()
 	if spec.Stdin.Kind == InputBytes {

@@ -73,13 +73,12 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 	be := s.backend.(*posixBackend) // the one backend of unix
 	be.prepare(cmd)                 // the Service's and the tree's cookies
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := s.backend.start(cmd); err != nil {
+	tree, cookie, pid, err := be.startTree(cmd) // a session leader leads a group of its own too
+	if err != nil {
 		master.Close()
 		return nil, s.startError(spec.Path, err)
 	}
 	ctx := context.Background()
-	pid := cmd.Process.Pid
-	tree, cookie := be.newTree(cmd) // a session leader leads a group of its own too
 	t := &Terminal{
 		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(),
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),

@@ -56,7 +56,8 @@ import (
 // runLifecycleActor) instead of running tests: lifecycleActorArg <socket> <token>.
 const lifecycleActorArg = "subkit-lifecycle-actor"
 
-func init() {
+// lifecycleActorMode runs the test binary as an actor when its arguments say so (TestMain).
+func lifecycleActorMode() {
 	if len(os.Args) == 4 && os.Args[1] == lifecycleActorArg {
 		runLifecycleActor(os.Args[2], os.Args[3])
 	}

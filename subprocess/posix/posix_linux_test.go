@@ -18,7 +18,10 @@ import (
 	"github.com/subkit/subkit/subprocess/posix"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	lifecycleActorMode() // returns unless this process was started as an actor
+	goleak.VerifyTestMain(m)
+}
 
 func start(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
