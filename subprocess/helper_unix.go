@@ -1,0 +1,22 @@
+//go:build unix
+
+package subprocess
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/subkit/subkit/subprocess/guard"
+)
+
+const helperRoleVar = guard.RoleVar
+
+// runHelper runs a helper role and returns the process's exit status.
+func runHelper(role string) int {
+	switch role {
+	case guard.RoleGuard:
+		return guard.Serve(os.NewFile(3, "guard"))
+	}
+	fmt.Fprintf(os.Stderr, "subkit helper: unknown role %q\n", role)
+	return 2
+}
