@@ -1,8 +1,16 @@
 package subprocess_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,4 +44,121 @@ func TestGuardNeedsAHelper(t *testing.T) {
 	_, err := subprocess.New(subprocess.Config{Guard: true, Helper: "/no/such/helper"})
 	assert.ErrorIs(t, err, subprocess.ErrNotFound)
 	assert.True(t, strings.Contains(err.Error(), "Config.Helper"), err.Error())
+}
+
+// tagVar passes guardedHost the argument by which the test finds its sleeps, even those that
+// cleared their environment.
+const tagVar = "SUBKIT_TEST_TAG"
+
+// guardedHost is a host with a guarded Service: 10 plain trees and 10 that leave a setsid
+// daemon, a double-forked one and one with a cleared environment behind a running leader. It
+// prints "ready" once all of them run, then waits to be killed.
+func guardedHost() {
+	tag := os.Getenv(tagVar)
+	svc, err := subprocess.New(subprocess.Config{Guard: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	for range 10 {
+		if _, err := svc.Spawn(context.Background(), quiet(subprocess.Spec{Path: "sleep", Args: []string{tag}})); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+	}
+	script := fmt.Sprintf(`setsid sleep %[1]s & (sleep %[1]s &) ; env -i /bin/sleep %[1]s & exec sleep %[1]s`, tag)
+	for range 10 {
+		if _, err := svc.Spawn(context.Background(), quiet(sh(script))); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// tagged lists the live processes whose command line holds tag.
+func tagged(tag string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), "\x00"+tag) {
+			continue
+		}
+		if p, err := procinspect.Lookup(context.Background(), pid); err == nil && !p.Zombie {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// startGuardedHost starts guardedHost and waits until its 50 sleeps run; it returns the host
+// and the tag. Whatever the test concludes, nothing tagged outlives it.
+func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
+	tag := strconv.Itoa(100000 + rand.IntN(800000))
+	t.Cleanup(func() {
+		for _, pid := range tagged(tag) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), hostModeVar+"=guarded", tagVar+"="+tag, "TMPDIR="+t.TempDir())
+	out, err := host.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, host.Start())
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "host said nothing")
+	require.Equal(t, "ready\n", line)
+	require.Eventually(t, func() bool { return len(tagged(tag)) == 50 }, 10*time.Second, 10*time.Millisecond,
+		"the host's 50 sleeps did not all start")
+	return host, tag
+}
+
+// A host killed with SIGKILL leaves nothing: its guard ends every tree and every process that
+// left one, whatever its environment says.
+func TestGuardEndsEverythingWhenTheHostIsKilled(t *testing.T) {
+	host, tag := startGuardedHost(t)
+	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
+	host.Wait()
+	require.Eventually(t, func() bool { return len(tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
+		10*time.Millisecond, "survivors of the host's death")
+}
+
+// A guard killed first has its trees ended by the host; the host's own death then leaves
+// nothing either.
+func TestGuardKilledFirst(t *testing.T) {
+	host, tag := startGuardedHost(t)
+	guardPid := 0
+	for _, pid := range children(host.Process.Pid) {
+		env, _ := procinspect.Environ(context.Background(), pid)
+		if slices.Contains(env, "SUBKIT_HELPER=guard") {
+			guardPid = pid
+		}
+	}
+	require.NotZero(t, guardPid, "no guard among the host's children")
+	require.NoError(t, syscall.Kill(guardPid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return len(tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
+		10*time.Millisecond, "the host did not end the trees of its dead guard: %v", tagged(tag))
+	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
+	host.Wait()
+}
+
+func children(pid int) []int {
+	tab, err := procinspect.Snapshot(context.Background())
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, p := range tab.Procs() {
+		if p.PPid == pid {
+			out = append(out, p.Pid)
+		}
+	}
+	return out
 }

@@ -82,8 +82,12 @@ func sh(script string) subprocess.Spec {
 const hostModeVar = "SUBKIT_TEST_HOST_MODE"
 
 func hostMode(mode string) {
-	if mode == "zero-values" {
+	switch mode {
+	case "zero-values":
 		zeroValues()
+		return
+	case "guarded":
+		guardedHost()
 		return
 	}
 	svc, err := subprocess.New(subprocess.Config{KillOnHostExit: mode == "kill-on-host-exit"})

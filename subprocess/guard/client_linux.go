@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess/posix"
 )
 
@@ -52,6 +53,7 @@ func Start(path string, env []string, grace time.Duration, start func(*exec.Cmd)
 		Path: path, Args: []string{path},
 		Env:        append(env, RoleVar+"="+RoleGuard, HostVar+"="+strconv.Itoa(os.Getpid())),
 		ExtraFiles: []*os.File{guardEnd}, // fd 3
+		Stderr:     os.Stderr,            // where a guard that fails says why
 		// A group of its own, so that a terminal's signals to the host's group miss it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
 	}
@@ -190,10 +192,14 @@ func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) {
 		}
 		c.mu.Lock()
 		l := c.leaders[a.Pid]
-		if l == nil { // exited and reported already
+		if l == nil { // exited and reported already, or the guard is gone
 			l = &Leader{c: c, pid: a.Pid, exited: make(chan struct{})}
 		}
 		c.mu.Unlock()
+		// The guard holds the leader unreaped: its identity can be read safely now.
+		if p, err := procinspect.Lookup(ctx, a.Pid); err == nil {
+			l.id = p.Identity
+		}
 		return l, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -217,6 +223,7 @@ func (c *Client) Close(ctx context.Context) error {
 type Leader struct {
 	c      *Client
 	pid    int
+	id     procinspect.Identity // read while the guard held it; zero when that failed
 	exited chan struct{}
 	e      posix.Exit
 	err    error
@@ -238,11 +245,14 @@ func (l *Leader) gone(err error) {
 	})
 }
 
-// Wait implements posix.Leader. When the guard dies first, the leader is no longer held:
-// reaped is true, and the status unknown.
+// Wait implements posix.Leader. When the guard dies first, the leader is no longer held (init
+// adopts it): Wait returns once it has exited, with reaped true and the status unknown.
 func (l *Leader) Wait() (posix.Exit, bool, error) {
 	<-l.exited
 	if l.err != nil {
+		if l.id.Pid != 0 {
+			posix.AwaitExit(l.id)
+		}
 		return posix.Exit{Code: -1}, true, l.err
 	}
 	return l.e, false, nil

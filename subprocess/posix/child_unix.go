@@ -3,11 +3,14 @@
 package posix
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/subkit/subkit/procinspect"
 )
 
 // Leader is how a Tree learns of its leader's exit and reaps it.
@@ -88,4 +91,22 @@ func exitOf(ps *os.ProcessState, err error) (Exit, error) {
 		return Exit{Code: -1, Signal: ws.Signal()}, nil
 	}
 	return Exit{Code: ps.ExitCode()}, nil
+}
+
+// AwaitExit returns once the process id names has exited, or is not that process any more.
+// It waits on a pidfd (a kqueue on macOS) where it can, and polls with back-off where not.
+func AwaitExit(id procinspect.Identity) {
+	ctx := context.Background()
+	alive := func() bool { ok, err := procinspect.Alive(ctx, id); return ok || err != nil }
+	w, err := openPidWatch(id.Pid, false)
+	if err != nil {
+		poll(ctx, alive)
+		return
+	}
+	defer w.close()
+	if alive() { // the pid may have been reused before the watch pinned it
+		if w.wait() != nil {
+			poll(ctx, alive)
+		}
+	}
 }

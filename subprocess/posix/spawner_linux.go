@@ -33,12 +33,15 @@ func (s *Spawner) loop() {
 	}
 }
 
-// Start starts cmd on the spawning thread with SIGKILL as its parent-death signal.
+// Start starts cmd on the spawning thread with SIGKILL as its parent-death signal, unless cmd
+// names another one.
 func (s *Spawner) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if cmd.SysProcAttr.Pdeathsig == 0 {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	errc := make(chan error, 1)
 	s.reqs <- func() { errc <- cmd.Start() }
 	return <-errc
