@@ -162,3 +162,40 @@ func children(pid int) []int {
 	}
 	return out
 }
+
+// Terminate of one guarded tree ends what escaped it and leaves another tree alone; what
+// escaped with nothing to attribute it by (a new session and a cleared environment) is ended
+// by Close, through the guard that adopted it.
+func TestGuardedTerminateAndClose(t *testing.T) {
+	svc, err := subprocess.New(subprocess.Config{Guard: true, TempDir: t.TempDir(), SpillDir: t.TempDir()})
+	require.NoError(t, err)
+	defer svc.Close()
+	tagA, tagB, tagC := strconv.Itoa(200000+rand.IntN(99999)), strconv.Itoa(300000+rand.IntN(99999)), strconv.Itoa(400000+rand.IntN(99999))
+	t.Cleanup(func() {
+		for _, tag := range []string{tagA, tagB, tagC} {
+			for _, pid := range tagged(tag) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	spawn := func(script string) *subprocess.Handle {
+		h, err := svc.Spawn(context.Background(), quiet(sh(script)))
+		require.NoError(t, err)
+		return h
+	}
+	a := spawn(fmt.Sprintf(`setsid sleep %[1]s & (sleep %[1]s &); exec sleep %[1]s`, tagA))
+	spawn(fmt.Sprintf(`setsid sleep %[1]s & exec sleep %[1]s`, tagB))
+	spawn(fmt.Sprintf(`setsid env -i /bin/sleep %s & exit 0`, tagC))
+	require.Eventually(t, func() bool {
+		return len(tagged(tagA)) == 3 && len(tagged(tagB)) == 2 && len(tagged(tagC)) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+
+	require.NoError(t, a.Terminate(ctxT(t, 10*time.Second)))
+	assert.Empty(t, tagged(tagA), "Terminate ended the tree and what escaped it")
+	assert.Len(t, tagged(tagB), 2, "another tree is left alone")
+	assert.Len(t, tagged(tagC), 1, "an escapee nothing attributes is left to Close")
+
+	require.NoError(t, svc.Close())
+	assert.Empty(t, tagged(tagB))
+	assert.Empty(t, tagged(tagC), "Close ended the adopted escapee through the guard")
+}
