@@ -84,6 +84,10 @@ type Config struct {
 	TempDir string
 	// Logger receives diagnostics (sweep trouble, lost spill files); nil means none.
 	Logger *slog.Logger
+	// Guard runs the executor's Service with a guard (subprocess.Config.Guard): nothing the
+	// executor started outlives this process, even when it is killed with SIGKILL. It needs the
+	// kit's helper executable (subprocess.HelperMain); it is not a config-file key.
+	Guard bool
 }
 
 // configKey ties a file key to its Config field.

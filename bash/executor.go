@@ -83,7 +83,7 @@ func New(cfg Config) (*Executor, error) {
 	c.SpillDir = store.root
 	svc, err := subprocess.New(subprocess.Config{
 		Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
-		TempDir: c.TempDir, SpillDir: store.dir, Logger: log,
+		TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard,
 	})
 	if err != nil {
 		store.close(context.Background())

@@ -25,6 +25,8 @@ type backend interface {
 	// sweep ends the processes that left their trees but carry the Service's mark; a no-op
 	// where nothing can be found that way.
 	sweep(ctx context.Context) error
+	// setRoot tells the backend the runtime root, which a guard removes when the host is gone.
+	setRoot(root string) error
 	// guardState returns a channel closed when the guard running now dies and one closed when
 	// a newer guard starts; both nil without a guard.
 	guardState() (lost, next <-chan struct{})
@@ -35,8 +37,11 @@ type backend interface {
 // tree is one spawned process tree as the backend sees it.
 type tree interface {
 	signal(sig os.Signal) error
-	term() error // the graceful stop request (SIGTERM to the group)
-	kill() error // the forced stop (SIGKILL to the group)
+	// term is the graceful stop request (SIGTERM to the group) and kill the forced stop
+	// (SIGKILL); with sweep, also to the processes that left the group but carry the tree's
+	// mark.
+	term(sweep bool) error
+	kill(sweep bool) error
 	// finish ends what escaped the tree while it was being ended; a no-op where nothing
 	// escapes.
 	finish(ctx context.Context, grace time.Duration) error

@@ -82,6 +82,13 @@ func (b *posixBackend) startTree(cmd *exec.Cmd) (*posix.Tree, *posix.Cookie, int
 	return posix.NewTree(pid, posix.WatchChild(cmd), c, &b.table), c, pid, nil
 }
 
+func (b *posixBackend) setRoot(root string) error {
+	if b.guard == nil {
+		return nil
+	}
+	return b.guard.setRoot(root)
+}
+
 func (b *posixBackend) guardState() (lost, next <-chan struct{}) {
 	if b.guard == nil {
 		return nil, nil
@@ -153,15 +160,18 @@ func validSignal(s syscall.Signal) bool {
 	return s == 0 || s > 0 && (unix.SignalName(s) != "" || runtime.GOOS == "linux" && s >= 32 && s <= 64)
 }
 
-func (t posixTree) term() error { return t.both(unix.SIGTERM) }
-func (t posixTree) kill() error { return t.both(unix.SIGKILL) }
+func (t posixTree) term(sweep bool) error { return t.both(unix.SIGTERM, sweep) }
+func (t posixTree) kill(sweep bool) error { return t.both(unix.SIGKILL, sweep) }
 
-// both signals the group, then the processes that left it with the tree's cookie. A stopped
-// process cannot act on SIGTERM, so it is continued too.
-func (t posixTree) both(sig syscall.Signal) error {
+// both signals the group, then, with sweep, the processes that left it with the tree's
+// cookie. A stopped process cannot act on SIGTERM, so it is continued too.
+func (t posixTree) both(sig syscall.Signal, sweep bool) error {
 	err := t.t.Signal(sig)
 	if sig == unix.SIGTERM {
 		t.t.Signal(unix.SIGCONT)
+	}
+	if !sweep {
+		return err
 	}
 	if serr := t.t.Sweep(context.Background(), sig); serr != nil && err == nil {
 		err = serr

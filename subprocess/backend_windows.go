@@ -107,8 +107,8 @@ func (t *windowsTree) signal(sig os.Signal) error {
 
 // term sends CTRL_BREAK_EVENT where it can and is otherwise a no-op: Windows has no SIGTERM,
 // so Terminate's ladder goes on to kill after the grace.
-func (t *windowsTree) term() error                                 { return t.t.Term() }
-func (t *windowsTree) kill() error                                 { return t.t.Kill() }
+func (t *windowsTree) term(bool) error                             { return t.t.Term() }
+func (t *windowsTree) kill(bool) error                             { return t.t.Kill() }
 func (t *windowsTree) finish(context.Context, time.Duration) error { return nil }
 func (t *windowsTree) exited() <-chan struct{}                     { return t.done }
 func (t *windowsTree) exit() exitInfo                              { <-t.done; return t.info }
@@ -117,3 +117,5 @@ func (t *windowsTree) waitGone(ctx context.Context) error          { return t.t.
 func (t *windowsTree) members(context.Context) ([]procinspect.Proc, error) {
 	return nil, &Error{Op: "members", Kind: ErrUnsupported, Err: errors.New("the members of a job object are not listed on Windows")}
 }
+
+func (windowsBackend) setRoot(string) error { return nil }

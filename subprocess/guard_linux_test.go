@@ -46,37 +46,6 @@ func TestGuardNeedsAHelper(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "Config.Helper"), err.Error())
 }
 
-// tagVar passes guardedHost the argument by which the test finds its sleeps, even those that
-// cleared their environment.
-const tagVar = "SUBKIT_TEST_TAG"
-
-// guardedHost is a host with a guarded Service: 10 plain trees and 10 that leave a setsid
-// daemon, a double-forked one and one with a cleared environment behind a running leader. It
-// prints "ready" once all of them run, then waits to be killed.
-func guardedHost() {
-	tag := os.Getenv(tagVar)
-	svc, err := subprocess.New(subprocess.Config{Guard: true})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	for range 10 {
-		if _, err := svc.Spawn(context.Background(), quiet(subprocess.Spec{Path: "sleep", Args: []string{tag}})); err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-	}
-	script := fmt.Sprintf(`setsid sleep %[1]s & (sleep %[1]s &) ; env -i /bin/sleep %[1]s & exec sleep %[1]s`, tag)
-	for range 10 {
-		if _, err := svc.Spawn(context.Background(), quiet(sh(script))); err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-	}
-	fmt.Println("ready")
-	select {}
-}
-
 // tagged lists the live processes whose command line holds tag.
 func tagged(tag string) []int {
 	var pids []int

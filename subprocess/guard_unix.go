@@ -21,6 +21,7 @@ type guardKeeper struct {
 	spawner *posix.Spawner
 
 	mu     sync.Mutex
+	root   string // the runtime root, given to each guard
 	client *guard.Client
 	fresh  chan struct{} // closed when a newer guard than client starts
 }
@@ -52,12 +53,30 @@ func (g *guardKeeper) current() (*guard.Client, error) {
 		return nil, &Error{Op: "start guard", Name: g.path, Kind: ErrSystem, Err: err,
 			Hint: "the helper binary must call subprocess.HelperMain at the top of main"}
 	}
+	if g.root != "" {
+		if err := c.SetRoot(g.root); err != nil {
+			c.Close(context.Background())
+			return nil, &Error{Op: "start guard", Name: g.path, Kind: ErrSystem, Err: err}
+		}
+	}
 	if g.client != nil {
 		close(g.fresh)
 		g.fresh = make(chan struct{})
 	}
 	g.client = c
 	return c, nil
+}
+
+// setRoot has the guard remove root when the host is gone.
+func (g *guardKeeper) setRoot(root string) error {
+	g.mu.Lock()
+	g.root = root
+	c := g.client
+	g.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.SetRoot(root)
 }
 
 // state returns a channel closed when the guard running now dies and one closed when a newer

@@ -226,21 +226,22 @@ func (h *Handle) Terminate(ctx context.Context) error {
 	if err := checkCtx("terminate", h.argv[0], ctx); err != nil {
 		return err
 	}
-	return h.term.run(ctx, h.escalate, "terminate", h.argv[0])
+	return h.term.run(ctx, func() error { return h.escalate(true) }, "terminate", h.argv[0])
 }
 
-func (h *Handle) escalate() error {
-	// Even when the group is gone, processes that left it carrying the tree's cookie may
-	// remain: term sweeps for them (one read of the process table).
+// escalate ends the tree. With sweep, it also ends the processes that left the group but
+// carry the tree's cookie, even when the group itself is gone (a read of the process table
+// each time); Service.Close goes without, and sweeps once for all its trees.
+func (h *Handle) escalate(sweep bool) error {
 	var errs []error
-	if err := h.tree.term(); err != nil {
+	if err := h.tree.term(sweep); err != nil {
 		errs = append(errs, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.grace)
 	gone := h.waitTree(ctx) == nil
 	cancel()
 	if !gone {
-		if err := h.tree.kill(); err != nil {
+		if err := h.tree.kill(sweep); err != nil {
 			errs = append(errs, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), killWait)
@@ -249,12 +250,14 @@ func (h *Handle) escalate() error {
 		}
 		cancel()
 	}
-	// Escaped processes may have started others while they were being ended.
-	ctx, cancel = context.WithTimeout(context.Background(), killWait+h.grace)
-	if err := h.tree.finish(ctx, h.grace); err != nil {
-		errs = append(errs, err)
+	if sweep {
+		// Escaped processes may have started others while they were being ended.
+		ctx, cancel := context.WithTimeout(context.Background(), killWait+h.grace)
+		if err := h.tree.finish(ctx, h.grace); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
 	}
-	cancel()
 	if len(errs) > 0 {
 		return &Error{Op: "terminate", Name: h.argv[0], Err: errors.Join(errs...)}
 	}
@@ -332,7 +335,7 @@ func (h *Handle) Close() error {
 	h.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
 		defer cancel()
-		h.closeErr = h.end(ctx)
+		h.closeErr = h.end(ctx, true)
 		select {
 		case <-h.endedCh:
 		case <-ctx.Done():
@@ -433,12 +436,13 @@ wait:
 
 func (h *Handle) ended() <-chan struct{} { return h.endedCh }
 
-// end terminates the tree if anything of it is alive, and stops reading its output. A tree
-// already gone is not swept for escaped processes here: Terminate and Service.Close do that.
-func (h *Handle) end(ctx context.Context) error {
+// end terminates the tree if anything of it is alive (with the sweeps of Terminate, unless
+// sweep is false), and stops reading its output. A tree already gone is not swept for
+// escaped processes here: Terminate and Service.Close do that.
+func (h *Handle) end(ctx context.Context, sweep bool) error {
 	var err error
 	if !isClosed(h.leaderDone) || h.tree.alive() {
-		err = h.Terminate(ctx)
+		err = h.term.run(ctx, func() error { return h.escalate(sweep) }, "terminate", h.argv[0])
 	}
 	h.cutPumps()
 	return err

@@ -124,6 +124,11 @@ func New(cfg Config) (*Service, error) {
 		be.close(context.Background())
 		return nil, &Error{Op: "new service", Name: tmp, Kind: pathKind(err), Err: err, Hint: "set Config.TempDir to an existing, writable directory"}
 	}
+	if err := be.setRoot(root); err != nil {
+		be.close(context.Background())
+		os.RemoveAll(root)
+		return nil, &Error{Op: "new service", Err: err}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -163,7 +168,7 @@ func (s *Service) watchGuard() {
 		var wg sync.WaitGroup
 		for _, h := range hs {
 			wg.Go(func() {
-				if err := h.end(context.Background()); err != nil {
+				if err := h.end(context.Background(), true); err != nil {
 					s.log.Warn("a tree of the dead guard not ended", "pid", h.Pid(), "err", err)
 				}
 			})
@@ -262,9 +267,9 @@ func (s *Service) resolve(name string, env []string, dir string) (string, error)
 
 // owned is a tree the Service ends at Close: a Handle or a Terminal.
 type owned interface {
-	// end ends what is left of the tree (Terminate, unless nothing of it is alive) and stops
-	// reading its output.
-	end(ctx context.Context) error
+	// end ends what is left of the tree (Terminate, unless nothing of it is alive; sweep says
+	// whether to sweep for what left it) and stops reading its output.
+	end(ctx context.Context, sweep bool) error
 	Pid() int
 	// ended is closed once the tree has left the live set: nothing of it is left.
 	ended() <-chan struct{}
@@ -331,7 +336,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, h := range hs {
 		wg.Go(func() {
-			if err := h.end(ctx); err != nil {
+			// No sweep per tree: one sweep of the Service's cookie follows for all of them.
+			if err := h.end(ctx, false); err != nil {
 				errs[i] = fmt.Errorf("pid %d: %w", h.Pid(), err)
 				return
 			}

@@ -37,4 +37,4 @@ func (t *Terminal) Wait(context.Context) (TerminalResult, error) {
 func (t *Terminal) Terminate(context.Context) error { return errNoTerminal() }
 func (t *Terminal) Close() error                    { return errNoTerminal() }
 func (t *Terminal) ended() <-chan struct{}          { return closedChan() }
-func (t *Terminal) end(context.Context) error       { return nil }
+func (t *Terminal) end(context.Context, bool) error { return nil }

@@ -463,7 +463,7 @@ func (t *Terminal) Close() error {
 	t.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+killWait)
 		defer cancel()
-		t.closeErr = t.end(ctx)
+		t.closeErr = t.end(ctx, true)
 		select {
 		case <-t.endedCh:
 		case <-ctx.Done():
@@ -475,7 +475,7 @@ func (t *Terminal) Close() error {
 func (t *Terminal) ended() <-chan struct{} { return t.endedCh }
 
 // end terminates whatever the terminal started and stops reading its output.
-func (t *Terminal) end(ctx context.Context) error {
+func (t *Terminal) end(ctx context.Context, _ bool) error {
 	err := t.Terminate(ctx)
 	cut(t.master)
 	return err

@@ -18,13 +18,6 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// quiet is spec with both streams discarded, so no pipe holds the result.
-func quiet(spec subprocess.Spec) subprocess.Spec {
-	spec.Stdout.Disposition = subprocess.Discard
-	spec.Stderr.Disposition = subprocess.Discard
-	return spec
-}
-
 // identityOf reads pid's identity, failing the test when it is not a live process.
 func identityOf(t *testing.T, pid int) procinspect.Identity {
 	t.Helper()

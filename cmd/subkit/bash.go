@@ -107,6 +107,7 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 
+	cfg.Guard = guarded
 	e, err := bash.New(cfg)
 	if err != nil {
 		if errors.Is(err, bash.ErrInvalid) {

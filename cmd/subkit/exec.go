@@ -101,7 +101,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: data}
 	}
 
-	svc, err := subprocess.New(subprocess.Config{})
+	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
 		return fail("internal", exitFailure, err)
 	}

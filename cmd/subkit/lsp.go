@@ -152,7 +152,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("invalid", exitUsage, errors.New("--wait must not be negative; --timeout and --grace must be positive"))
 	}
 
-	svc, err := subprocess.New(subprocess.Config{})
+	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
 		return fail("internal", exitFailure, err)
 	}

@@ -69,7 +69,7 @@ func TestLspFakeJSON(t *testing.T) {
 	assert.Equal(t, "found ERROR", o.Diagnostics[0].Message)
 	require.NotNil(t, o.Hover)
 	assert.Equal(t, "`ERROR` at 1:4", o.Hover.Text())
-	assert.Equal(t, "clean", o.Shutdown)
+	assert.Equal(t, "clean", o.Shutdown, "stdout: %s", out)
 	assert.Contains(t, o.StderrTail, "fakeserver: bye")
 	assert.Nil(t, o.Error)
 	// The raw shape the issue asks for.
@@ -228,7 +228,7 @@ func main() {
 	assert.Equal(t, "file://"+main, o.Diagnostics[0].URI)
 	require.NotNil(t, o.Hover)
 	assert.Contains(t, o.Hover.Text(), "Greet returns a greeting.")
-	assert.Equal(t, "clean", o.Shutdown)
+	assert.Equal(t, "clean", o.Shutdown, "stdout: %s", out)
 
 	code, text, errOut := lspCLI(t, "lsp", "--root", root, "--open", main, "--", gopls)
 	require.Equal(t, 0, code, "stderr: %s", errOut)

@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
+
+	"github.com/subkit/subkit/subprocess"
 )
 
 // Exit statuses of subkit itself.
@@ -33,11 +36,24 @@ Run "subkit COMMAND -h" for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	subprocess.HelperMain() // subkit is the kit's helper executable too (the guard)
+	os.Exit(runMain(os.Args[1:]))
 }
+
+// runMain is main with the signals that end a command: Ctrl-C, SIGTERM, and SIGHUP (the
+// terminal closed), each treated alike.
+func runMain(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// guarded says whether the CLI runs its Services with a guard (Linux: nothing a command
+// started outlives it, even when it is killed with SIGKILL).
+const guarded = runtime.GOOS == "linux"
+
+// serviceConfig is the Service configuration of every command.
+func serviceConfig() subprocess.Config { return subprocess.Config{Guard: guarded} }
 
 // run is the whole CLI, minus process exit, so tests drive it in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -14,9 +14,19 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	subprocess.HelperMain() // the test binary is the guard's helper
+	if os.Getenv(asCLIVar) != "" {
+		os.Exit(runMain(os.Args[1:])) // the test binary as the subkit command (black-box tests)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// asCLIVar makes the test binary run as the subkit command itself, with its arguments.
+const asCLIVar = "SUBKIT_TEST_AS_CLI"
 
 // cli runs the CLI in-process with a marked environment and a private temp dir.
 func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {

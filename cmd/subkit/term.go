@@ -88,7 +88,7 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 
-	svc, err := subprocess.New(subprocess.Config{})
+	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
 		return fail("internal", exitFailure, err)
 	}

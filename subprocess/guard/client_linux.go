@@ -35,7 +35,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan *message
+	pending map[uint64]chan answer
 	leaders map[int]*Leader
 }
 
@@ -67,7 +67,7 @@ func Start(path string, env []string, grace time.Duration, start func(*exec.Cmd)
 		cmd.Wait()
 		return nil, err
 	}
-	cl := &Client{conn: c, done: make(chan struct{}), pending: map[uint64]chan *message{}, leaders: map[int]*Leader{}}
+	cl := &Client{conn: c, done: make(chan struct{}), pending: map[uint64]chan answer{}, leaders: map[int]*Leader{}}
 	go func() {
 		err := cmd.Wait() // one thread per Service, for the guard itself
 		cl.err = fmt.Errorf("%w: %v", ErrGone, err)
@@ -134,11 +134,13 @@ func (c *Client) read() {
 		c.mu.Lock()
 		switch m.Op {
 		case opStarted:
+			a := answer{m: m}
 			if m.Pid > 0 {
-				c.leaders[m.Pid] = &Leader{c: c, pid: m.Pid, exited: make(chan struct{})}
+				a.l = &Leader{c: c, pid: m.Pid, exited: make(chan struct{})}
+				c.leaders[m.Pid] = a.l // before any exit message about it
 			}
 			if ch, ok := c.pending[m.ID]; ok {
-				ch <- m
+				ch <- a
 				delete(c.pending, m.ID)
 			}
 		case opExit:
@@ -150,6 +152,12 @@ func (c *Client) read() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// answer is the guard's answer to a spawn: the message, and the leader it started.
+type answer struct {
+	m *message
+	l *Leader
 }
 
 // Request is one tree for the guard to start.
@@ -164,7 +172,7 @@ type Request struct {
 // Spawn has the guard start r and returns the leader, whose pid is the tree's group (or
 // session). An exec failure wraps the syscall.Errno the guard met.
 func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) {
-	ch := make(chan *message, 1)
+	ch := make(chan answer, 1)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
@@ -187,23 +195,23 @@ func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) {
 		if !ok {
 			return nil, c.err
 		}
-		if a.Pid <= 0 {
-			return nil, &os.PathError{Op: "fork/exec", Path: r.Path, Err: syscall.Errno(a.Errno)}
+		if a.l == nil {
+			return nil, &os.PathError{Op: "fork/exec", Path: r.Path, Err: syscall.Errno(a.m.Errno)}
 		}
-		c.mu.Lock()
-		l := c.leaders[a.Pid]
-		if l == nil { // exited and reported already, or the guard is gone
-			l = &Leader{c: c, pid: a.Pid, exited: make(chan struct{})}
+		// The guard holds the leader unreaped: its identity can be read safely now, before
+		// anything waits on the Leader.
+		if p, err := procinspect.Lookup(ctx, a.l.pid); err == nil {
+			a.l.id = p.Identity
 		}
-		c.mu.Unlock()
-		// The guard holds the leader unreaped: its identity can be read safely now.
-		if p, err := procinspect.Lookup(ctx, a.Pid); err == nil {
-			l.id = p.Identity
-		}
-		return l, nil
+		return a.l, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// SetRoot tells the guard the host's runtime root, which it removes when the host is gone.
+func (c *Client) SetRoot(root string) error {
+	return c.send(&message{Op: opRoot, Root: root}, nil)
 }
 
 // Close asks the guard to end what is left of its trees and adopted processes, and waits for

@@ -48,6 +48,7 @@ func (c *Client) Done() <-chan struct{}                                 { return
 func (c *Client) Err() error                                            { return errNoGuard }
 func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) { return nil, errNoGuard }
 func (c *Client) Close(ctx context.Context) error                       { return nil }
+func (c *Client) SetRoot(root string) error                             { return errNoGuard }
 func (l *Leader) Pid() int                                              { return 0 }
 func (l *Leader) Wait() (posix.Exit, bool, error)                       { return posix.Exit{Code: -1}, true, errNoGuard }
 func (l *Leader) Reap() error                                           { return nil }

@@ -36,6 +36,7 @@ type server struct {
 	grace   time.Duration
 	leaders map[int]*posix.Child // started and not yet reaped at the host's request
 	exits   chan exitNote
+	root    string // the host's runtime root, removed when the host is gone
 }
 
 type exitNote struct {
@@ -61,7 +62,7 @@ func Serve(sock *os.File) int {
 	gone := make(chan struct{}) // the host's end of the socket is closed: the host is gone
 	go s.read(msgs, gone)
 	if host, _ := strconv.Atoi(os.Getenv(HostVar)); host != 0 && os.Getppid() != host {
-		s.endAll() // the host died before the parent-death signal was set
+		s.hostGone() // the host died before the parent-death signal was set
 		return 0
 	}
 	for {
@@ -75,6 +76,8 @@ func Serve(sock *os.File) int {
 					ch.Reap()
 					delete(s.leaders, m.Pid)
 				}
+			case opRoot:
+				s.root = m.Root
 			case opClose:
 				s.endAll()
 				return 0
@@ -86,10 +89,10 @@ func Serve(sock *os.File) int {
 				s.reapAdopted()
 				continue
 			}
-			s.endAll() // the parent-death signal, or a stop request
+			s.hostGone() // the parent-death signal, or a stop request
 			return 0
 		case <-gone:
-			s.endAll()
+			s.hostGone()
 			return 0
 		}
 	}
@@ -160,6 +163,14 @@ func (s *server) spawn(m *message) {
 		}
 		s.exits <- exitNote{pid, e}
 	}()
+}
+
+// hostGone ends everything and removes what the host left on disk.
+func (s *server) hostGone() {
+	s.endAll()
+	if s.root != "" {
+		os.RemoveAll(s.root)
+	}
 }
 
 // reapAdopted reaps the processes re-parented to the guard that have exited; the leaders stay

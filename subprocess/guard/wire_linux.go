@@ -23,6 +23,7 @@ type message struct {
 	Setsid  bool     `json:"setsid,omitempty"`  // a session of its own (with Setctty: stdin is its terminal)
 	Setctty bool     `json:"setctty,omitempty"` // else a process group of its own
 	Grace   int64    `json:"grace,omitempty"`   // hello: TERM-to-KILL grace in ns when the host is gone
+	Root    string   `json:"root,omitempty"`    // root: the host's runtime root, removed when the host is gone
 
 	// answers and reaping
 	Pid    int    `json:"pid,omitempty"`
@@ -42,6 +43,7 @@ const (
 	opReap    = "reap"    // host: reap the exited leader Pid
 	opClose   = "close"   // host: end everything left and exit
 	opHello   = "hello"   // host, first: the Grace to give the trees when the host is gone
+	opRoot    = "root"    // host: the runtime root (Root) to remove when the host is gone
 )
 
 // chunk is the most one socket message carries: larger messages are sent in parts, each but
