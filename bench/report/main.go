@@ -266,6 +266,21 @@ var rows = []row{
 		Check:    threadsUnder(50),
 		Note:     "at Go's default limit a thread per tree is a fatal error: thread exhaustion",
 	},
+	{
+		Title:    "guarded spawn and settle `/bin/true` (Spawn + Wait through the Service's guard, both streams collected)",
+		Baseline: "the same Spawn + Wait without a guard",
+		Target:   "time ratio <= 1.30",
+		Bench:    "BenchmarkGuardedSpawnTrue",
+		Check:    timeRatio(1.30),
+	},
+	{
+		Title:    "the guard's resident memory while 1,000 trees live under it",
+		Baseline: "none",
+		Target:   "under 10 MiB",
+		Bench:    "BenchmarkGuardMemory1000",
+		Check:    metricUnder("guard-MiB", 10, "MiB"),
+		Note:     "VmRSS of the guard process once every tree runs",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
@@ -290,6 +305,20 @@ func timeUnder(limitNs float64) func(*results, string, string) (string, string, 
 			return "", "", "", false, false
 		}
 		return duration(s), duration(b), fmt.Sprintf("%s (%.1fx faster)", duration(s), b/s), s <= limitNs, true
+	}
+}
+
+// metricUnder meets when the subkit side's unit stayed under limit in every run; there is no
+// baseline.
+func metricUnder(unit string, limit float64, shown string) func(*results, string, string) (string, string, string, bool, bool) {
+	return func(res *results, sub, base string) (string, string, string, bool, bool) {
+		xs := res.samples[sub][unit]
+		if len(xs) == 0 {
+			return "", "", "", false, false
+		}
+		worst := slices.Max(xs)
+		f := fmt.Sprintf("%.1f %s", worst, shown)
+		return f, "-", f, worst < limit, true
 	}
 }
 
