@@ -5,6 +5,7 @@ package posix
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/subkit/subkit/procinspect"
 )
@@ -59,9 +60,16 @@ func (t *Table) read(ctx context.Context, pgid, after int) ([]procinspect.Proc, 
 	}
 }
 
+// roundGap is the pause between rounds run back to back: trees that end in a burst then share
+// a few reads, at the price of a millisecond of latency for those that wait.
+const roundGap = time.Millisecond
+
 // loop runs the rounds asked for, one at a time, and ends when none is waiting.
 func (t *Table) loop() {
-	for {
+	for first := true; ; first = false {
+		if !first {
+			time.Sleep(roundGap)
+		}
 		t.mu.Lock()
 		r := t.next
 		t.next = nil
