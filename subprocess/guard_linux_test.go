@@ -41,7 +41,14 @@ func TestGuardedSpawn(t *testing.T) {
 }
 
 func TestGuardNeedsAHelper(t *testing.T) {
-	_, err := subprocess.New(subprocess.Config{Guard: true, Helper: "/no/such/helper"})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), hostModeVar+"=no-helper")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "invalid argument", "ErrInvalid")
+	assert.Contains(t, string(out), "call subprocess.HelperMain() at the top of main", "the error says how to enable it")
+
+	_, err = subprocess.New(subprocess.Config{Guard: true, Helper: "/no/such/helper"})
 	assert.ErrorIs(t, err, subprocess.ErrNotFound)
 	assert.True(t, strings.Contains(err.Error(), "Config.Helper"), err.Error())
 }

@@ -15,7 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	subprocess.HelperMain() // the test binary is the guard's helper
+	if os.Getenv(hostModeVar) != "no-helper" {
+		subprocess.HelperMain() // the test binary is the guard's helper
+	}
 	if os.Getenv(hostModeVar) != "" {
 		hostMode(os.Getenv(hostModeVar))
 		return
@@ -88,6 +90,10 @@ func hostMode(mode string) {
 		return
 	case "guarded":
 		guardedHost()
+		return
+	case "no-helper": // HelperMain was not called
+		_, err := subprocess.New(subprocess.Config{Guard: true})
+		fmt.Println(err)
 		return
 	}
 	svc, err := subprocess.New(subprocess.Config{KillOnHostExit: mode == "kill-on-host-exit"})
