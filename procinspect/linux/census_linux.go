@@ -146,22 +146,11 @@ func fstatat(dirfd, pid int, st *unix.Stat_t) error {
 // readBrief opens prefix+"<pid>/stat" relative to dirfd, reads it and parses it with
 // ParseBrief.
 func (r *reader) readBrief(dirfd int, prefix string, pid int) (Brief, error) {
-	r.path = append(r.path[:0], prefix...)
-	r.path = strconv.AppendInt(r.path, int64(pid), 10)
-	r.path = append(r.path, "/stat\x00"...)
-	fd, err := openat(dirfd, r.path)
+	b, err := r.statBytes(dirfd, prefix, pid)
 	if err != nil {
-		return Brief{}, &fs.PathError{Op: "open", Path: statPath(pid), Err: err}
+		return Brief{}, err
 	}
-	n, err := r.readAll(fd)
-	unix.Close(fd)
-	if err != nil {
-		return Brief{}, &fs.PathError{Op: "read", Path: statPath(pid), Err: err}
-	}
-	if n == 0 {
-		return Brief{}, &fs.PathError{Op: "read", Path: statPath(pid), Err: syscall.ESRCH}
-	}
-	br, err := ParseBrief(r.buf[:n])
+	br, err := ParseBrief(b)
 	if err != nil {
 		return Brief{}, &fs.PathError{Op: "parse", Path: statPath(pid), Err: err}
 	}

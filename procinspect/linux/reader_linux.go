@@ -142,24 +142,11 @@ type reader struct {
 // readStat opens prefix+"<pid>/stat" relative to dirfd, reads it to the end,
 // and parses it.
 func (r *reader) readStat(dirfd int, prefix string, pid int) (Stat, error) {
-	r.path = append(r.path[:0], prefix...)
-	r.path = strconv.AppendInt(r.path, int64(pid), 10)
-	r.path = append(r.path, "/stat\x00"...)
-
-	fd, err := openat(dirfd, r.path)
+	b, err := r.statBytes(dirfd, prefix, pid)
 	if err != nil {
-		return Stat{}, &fs.PathError{Op: "open", Path: statPath(pid), Err: err}
+		return Stat{}, err
 	}
-	n, err := r.readAll(fd)
-	unix.Close(fd)
-	if err != nil {
-		return Stat{}, &fs.PathError{Op: "read", Path: statPath(pid), Err: err}
-	}
-	if n == 0 {
-		// The process was reaped between open and read.
-		return Stat{}, &fs.PathError{Op: "read", Path: statPath(pid), Err: syscall.ESRCH}
-	}
-	st, err := ParseStat(r.buf[:n])
+	st, err := ParseStat(b)
 	if err != nil {
 		return Stat{}, &fs.PathError{Op: "parse", Path: statPath(pid), Err: err}
 	}
@@ -167,6 +154,28 @@ func (r *reader) readStat(dirfd int, prefix string, pid int) (Stat, error) {
 		return Stat{}, &fs.PathError{Op: "parse", Path: statPath(pid), Err: errors.New("stat names pid " + strconv.Itoa(st.Pid))}
 	}
 	return st, nil
+}
+
+// statBytes reads prefix+"<pid>/stat" relative to dirfd into r.buf and returns its bytes.
+func (r *reader) statBytes(dirfd int, prefix string, pid int) ([]byte, error) {
+	r.path = append(r.path[:0], prefix...)
+	r.path = strconv.AppendInt(r.path, int64(pid), 10)
+	r.path = append(r.path, "/stat\x00"...)
+
+	fd, err := openat(dirfd, r.path)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: statPath(pid), Err: err}
+	}
+	n, err := r.readAll(fd)
+	unix.Close(fd)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: statPath(pid), Err: err}
+	}
+	if n == 0 {
+		// The process was reaped between open and read.
+		return nil, &fs.PathError{Op: "read", Path: statPath(pid), Err: syscall.ESRCH}
+	}
+	return r.buf[:n], nil
 }
 
 // readAll reads the stat file fd into r.buf, growing it when full.
