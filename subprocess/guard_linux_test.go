@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
 )
@@ -53,32 +54,12 @@ func TestGuardNeedsAHelper(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "Config.Helper"), err.Error())
 }
 
-// tagged lists the live processes whose command line holds tag.
-func tagged(tag string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(cmd), "\x00"+tag) {
-			continue
-		}
-		if p, err := procinspect.Lookup(context.Background(), pid); err == nil && !p.Zombie {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // startGuardedHost starts guardedHost and waits until its 50 sleeps run; it returns the host
 // and the tag. Whatever the test concludes, nothing tagged outlives it.
 func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
 	tag := strconv.Itoa(100000 + rand.IntN(800000))
 	t.Cleanup(func() {
-		for _, pid := range tagged(tag) {
+		for _, pid := range testutil.Tagged(tag) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -91,7 +72,7 @@ func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "host said nothing")
 	require.Equal(t, "ready\n", line)
-	require.Eventually(t, func() bool { return len(tagged(tag)) == 50 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 50 }, 10*time.Second, 10*time.Millisecond,
 		"the host's 50 sleeps did not all start")
 	return host, tag
 }
@@ -102,7 +83,7 @@ func TestGuardEndsEverythingWhenTheHostIsKilled(t *testing.T) {
 	host, tag := startGuardedHost(t)
 	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
 	host.Wait()
-	require.Eventually(t, func() bool { return len(tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
 		10*time.Millisecond, "survivors of the host's death")
 }
 
@@ -119,8 +100,8 @@ func TestGuardKilledFirst(t *testing.T) {
 	}
 	require.NotZero(t, guardPid, "no guard among the host's children")
 	require.NoError(t, syscall.Kill(guardPid, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return len(tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
-		10*time.Millisecond, "the host did not end the trees of its dead guard: %v", tagged(tag))
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
+		10*time.Millisecond, "the host did not end the trees of its dead guard: %v", testutil.Tagged(tag))
 	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
 	host.Wait()
 }
@@ -149,7 +130,7 @@ func TestGuardedTerminateAndClose(t *testing.T) {
 	tagA, tagB, tagC := strconv.Itoa(200000+rand.IntN(99999)), strconv.Itoa(300000+rand.IntN(99999)), strconv.Itoa(400000+rand.IntN(99999))
 	t.Cleanup(func() {
 		for _, tag := range []string{tagA, tagB, tagC} {
-			for _, pid := range tagged(tag) {
+			for _, pid := range testutil.Tagged(tag) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -163,15 +144,15 @@ func TestGuardedTerminateAndClose(t *testing.T) {
 	spawn(fmt.Sprintf(`setsid sleep %[1]s & exec sleep %[1]s`, tagB))
 	spawn(fmt.Sprintf(`setsid env -i /bin/sleep %s & exit 0`, tagC))
 	require.Eventually(t, func() bool {
-		return len(tagged(tagA)) == 3 && len(tagged(tagB)) == 2 && len(tagged(tagC)) == 1
+		return len(testutil.Tagged(tagA)) == 3 && len(testutil.Tagged(tagB)) == 2 && len(testutil.Tagged(tagC)) == 1
 	}, 10*time.Second, 5*time.Millisecond)
 
 	require.NoError(t, a.Terminate(ctxT(t, 10*time.Second)))
-	assert.Empty(t, tagged(tagA), "Terminate ended the tree and what escaped it")
-	assert.Len(t, tagged(tagB), 2, "another tree is left alone")
-	assert.Len(t, tagged(tagC), 1, "an escapee nothing attributes is left to Close")
+	assert.Empty(t, testutil.Tagged(tagA), "Terminate ended the tree and what escaped it")
+	assert.Len(t, testutil.Tagged(tagB), 2, "another tree is left alone")
+	assert.Len(t, testutil.Tagged(tagC), 1, "an escapee nothing attributes is left to Close")
 
 	require.NoError(t, svc.Close())
-	assert.Empty(t, tagged(tagB))
-	assert.Empty(t, tagged(tagC), "Close ended the adopted escapee through the guard")
+	assert.Empty(t, testutil.Tagged(tagB))
+	assert.Empty(t, testutil.Tagged(tagC), "Close ended the adopted escapee through the guard")
 }

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/internal/testutil"
 )
 
 // subkit bash killed with SIGKILL, or sent SIGHUP as when its terminal closes, leaves nothing
@@ -26,7 +24,7 @@ func TestKilledCLILeavesNothing(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			tag := strconv.Itoa(500000 + rand.IntN(400000))
 			t.Cleanup(func() {
-				for _, pid := range tagged(tag) {
+				for _, pid := range testutil.Tagged(tag) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
@@ -36,36 +34,16 @@ func TestKilledCLILeavesNothing(t *testing.T) {
 			cmd.Env = append(os.Environ(), asCLIVar+"=1", "TMPDIR="+tmp)
 			require.NoError(t, cmd.Start())
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			require.Eventually(t, func() bool { return len(tagged(tag)) == 3 }, 10*time.Second, 5*time.Millisecond,
+			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, 10*time.Second, 5*time.Millisecond,
 				"the command's three sleeps did not start")
 			require.NoError(t, cmd.Process.Signal(sig))
 			cmd.Wait()
-			require.Eventually(t, func() bool { return len(tagged(tag)) == 0 }, 5*time.Second, 10*time.Millisecond,
-				"survivors: %v", tagged(tag))
+			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 5*time.Second, 10*time.Millisecond,
+				"survivors: %v", testutil.Tagged(tag))
 			require.Eventually(t, func() bool {
 				roots, _ := filepath.Glob(filepath.Join(tmp, "subkit-runtime-*"))
 				return len(roots) == 0
 			}, 5*time.Second, 10*time.Millisecond, "the runtime root is left behind")
 		})
 	}
-}
-
-// tagged lists the live processes whose command line holds tag as an argument.
-func tagged(tag string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(cmd), "\x00"+tag) {
-			continue
-		}
-		if p, err := procinspect.Lookup(context.Background(), pid); err == nil && !p.Zombie {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

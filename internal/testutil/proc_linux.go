@@ -23,10 +23,37 @@ func Marked(mark string) []int {
 		if err != nil || !bytes.Contains(append(env, 0), needle) {
 			continue
 		}
-		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
-				continue
-			}
+		if !zombie(e.Name()) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// zombie reports whether /proc/<pid> is a zombie.
+func zombie(pid string) bool {
+	st, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i > 0 && i+2 < len(st) && st[i+2] == 'Z'
+}
+
+// Tagged lists the live (non-zombie) processes one of whose arguments is tag: how a test finds
+// processes that cleared their environment, which Marked cannot see.
+func Tagged(tag string) []int {
+	needle := []byte("\x00" + tag + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(append([]byte{0}, cmd...), needle) || zombie(e.Name()) {
+			continue
 		}
 		pids = append(pids, pid)
 	}
