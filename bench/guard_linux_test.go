@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
@@ -49,31 +47,11 @@ func BenchmarkGuardMemory1000(b *testing.B) {
 	raiseFileLimit(b, n+2048)
 	b.Run("subkit", func(b *testing.B) {
 		svc := newService(b, subprocess.Config{Guard: true})
-		spec := subprocess.Spec{Path: sleep, Args: []string{"1000"},
-			Stdout: subprocess.Output{Disposition: subprocess.Discard},
-			Stderr: subprocess.Output{Disposition: subprocess.Discard}}
 		rss := 0.0
 		for b.Loop() {
-			hs := make([]*subprocess.Handle, 0, n)
-			for range n {
-				h, err := svc.Spawn(context.Background(), spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				hs = append(hs, h)
-			}
+			hs := spawnSleeps(b, svc, sleep, n)
 			rss = max(rss, guardRSS(b))
-			for _, h := range hs {
-				h.Signal(syscall.SIGKILL)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			for _, h := range hs {
-				if err := h.WaitForExit(ctx); err != nil {
-					b.Fatal(err)
-				}
-				h.Close()
-			}
-			cancel()
+			endTrees(b, hs)
 		}
 		b.ReportMetric(rss, "guard-MiB")
 	})

@@ -39,37 +39,15 @@ func benchLiveTrees(b *testing.B, n int) {
 	raiseFileLimit(b, n+2048)
 	b.Run("subkit", func(b *testing.B) {
 		svc := newService(b, subprocess.Config{})
-		spec := subprocess.Spec{Path: sleep, Args: []string{"1000"},
-			Stdout: subprocess.Output{Disposition: subprocess.Discard},
-			Stderr: subprocess.Output{Disposition: subprocess.Discard}}
 		threads := 0
 		for b.Loop() {
-			hs := make([]*subprocess.Handle, 0, n)
-			for range n {
-				h, err := svc.Spawn(context.Background(), spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				hs = append(hs, h)
-			}
+			hs := spawnSleeps(b, svc, sleep, n)
 			t, err := settledThreads()
 			if err != nil {
 				b.Fatal(err)
 			}
 			threads = max(threads, t)
-			for _, h := range hs {
-				if err := h.Signal(syscall.SIGKILL); err != nil {
-					b.Fatal(err)
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			for _, h := range hs {
-				if err := h.WaitForExit(ctx); err != nil {
-					b.Fatal(err)
-				}
-				h.Close()
-			}
-			cancel()
+			endTrees(b, hs)
 		}
 		b.ReportMetric(float64(threads), "threads")
 	})
@@ -93,6 +71,41 @@ func benchLiveTrees(b *testing.B, n int) {
 		}
 		b.ReportMetric(float64(threads), "threads")
 	})
+}
+
+// spawnSleeps starts n trees of `sleep 1000`, stdio discarded.
+func spawnSleeps(b *testing.B, svc *subprocess.Service, sleep string, n int) []*subprocess.Handle {
+	b.Helper()
+	spec := subprocess.Spec{Path: sleep, Args: []string{"1000"},
+		Stdout: subprocess.Output{Disposition: subprocess.Discard},
+		Stderr: subprocess.Output{Disposition: subprocess.Discard}}
+	hs := make([]*subprocess.Handle, 0, n)
+	for range n {
+		h, err := svc.Spawn(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// endTrees kills the trees and waits until each is gone.
+func endTrees(b *testing.B, hs []*subprocess.Handle) {
+	b.Helper()
+	for _, h := range hs {
+		if err := h.Signal(syscall.SIGKILL); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, h := range hs {
+		if err := h.WaitForExit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
+	}
 }
 
 // liveTreesBaselineVar makes the benchmark binary run liveTreesBaseline instead of the
