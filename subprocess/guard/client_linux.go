@@ -136,7 +136,8 @@ func (c *Client) read() {
 		case opStarted:
 			a := answer{m: m}
 			if m.Pid > 0 {
-				a.l = &Leader{c: c, pid: m.Pid, exited: make(chan struct{})}
+				a.l = &Leader{c: c, pid: m.Pid, exited: make(chan struct{}),
+					id: procinspect.Identity{Pid: m.Pid, Start: m.Start}}
 				c.leaders[m.Pid] = a.l // before any exit message about it
 			}
 			if ch, ok := c.pending[m.ID]; ok {
@@ -198,11 +199,6 @@ func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) {
 		if a.l == nil {
 			return nil, &os.PathError{Op: "fork/exec", Path: r.Path, Err: syscall.Errno(a.m.Errno)}
 		}
-		// The guard holds the leader unreaped: its identity can be read safely now, before
-		// anything waits on the Leader.
-		if p, err := procinspect.Lookup(ctx, a.l.pid); err == nil {
-			a.l.id = p.Identity
-		}
 		return a.l, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -231,7 +227,7 @@ func (c *Client) Close(ctx context.Context) error {
 type Leader struct {
 	c      *Client
 	pid    int
-	id     procinspect.Identity // read while the guard held it; zero when that failed
+	id     procinspect.Identity // as the guard read it while it held the leader; Start 0 when it could not
 	exited chan struct{}
 	e      posix.Exit
 	err    error
@@ -258,7 +254,7 @@ func (l *Leader) gone(err error) {
 func (l *Leader) Wait() (posix.Exit, bool, error) {
 	<-l.exited
 	if l.err != nil {
-		if l.id.Pid != 0 {
+		if l.id.Start != 0 {
 			posix.AwaitExit(l.id)
 		}
 		return posix.Exit{Code: -1}, true, l.err

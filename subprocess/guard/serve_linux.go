@@ -36,13 +36,7 @@ type server struct {
 	wmu     sync.Mutex // serialises writes to conn
 	grace   time.Duration
 	leaders map[int]*posix.Child // started and not yet reaped at the host's request
-	exits   chan exitNote
-	root    string // the host's runtime root, removed when the host is gone
-}
-
-type exitNote struct {
-	pid int
-	e   posix.Exit
+	root    string               // the host's runtime root, removed when the host is gone
 }
 
 // Serve runs the guard on sock (its end of the socket pair) until the host is gone or asks it
@@ -60,7 +54,7 @@ func Serve(sock *os.File) int {
 	if err != nil {
 		return 3
 	}
-	s := &server{conn: c, grace: 3 * time.Second, leaders: map[int]*posix.Child{}, exits: make(chan exitNote)}
+	s := &server{conn: c, grace: 3 * time.Second, leaders: map[int]*posix.Child{}}
 	msgs := make(chan *message)
 	gone := make(chan struct{}) // the host's end of the socket is closed: the host is gone
 	go s.read(msgs, gone)
@@ -85,8 +79,6 @@ func Serve(sock *os.File) int {
 				s.endAll()
 				return 0
 			}
-		case n := <-s.exits:
-			s.write(&message{Op: opExit, Pid: n.pid, Code: n.e.Code, Signal: int(n.e.Signal)})
 		case sig := <-sigs:
 			if sig == unix.SIGCHLD {
 				s.reapAdopted()
@@ -158,13 +150,17 @@ func (s *server) spawn(m *message) {
 	pid := cmd.Process.Pid
 	child := posix.WatchChild(cmd)
 	s.leaders[pid] = child
-	s.write(&message{Op: opStarted, ID: m.ID, Pid: pid})
-	go func() {
+	a := &message{Op: opStarted, ID: m.ID, Pid: pid}
+	if p, err := procinspect.Lookup(context.Background(), pid); err == nil {
+		a.Start = p.Start // the host need not read it
+	}
+	s.write(a)
+	go func() { // the exit goes straight to the host: its answer was written first
 		e, _, err := child.Wait()
 		if err != nil {
 			e = posix.Exit{Code: -1}
 		}
-		s.exits <- exitNote{pid, e}
+		s.write(&message{Op: opExit, Pid: pid, Code: e.Code, Signal: int(e.Signal)})
 	}()
 }
 

@@ -27,6 +27,7 @@ type message struct {
 
 	// answers and reaping
 	Pid    int    `json:"pid,omitempty"`
+	Start  uint64 `json:"start,omitempty"` // started: the leader's start token
 	Errno  int    `json:"errno,omitempty"`
 	Err    string `json:"err,omitempty"`
 	Code   int    `json:"code,omitempty"`
