@@ -30,8 +30,10 @@ const HostVar = "SUBKIT_GUARD_HOST"
 // take longer, and the guard then exits anyway.
 const killWait = 10 * time.Second
 
-// server is the guard's state. Only the main loop touches leaders.
+// server is the guard's state. mu guards leaders and root: the reading goroutine starts and
+// reaps trees, the main loop reaps adopted processes and ends everything.
 type server struct {
+	mu      sync.Mutex
 	conn    *net.UnixConn
 	wmu     sync.Mutex // serialises writes to conn
 	grace   time.Duration
@@ -64,21 +66,9 @@ func Serve(sock *os.File) int {
 	}
 	for {
 		select {
-		case m := <-msgs:
-			switch m.Op {
-			case opSpawn:
-				s.spawn(m)
-			case opReap:
-				if ch, ok := s.leaders[m.Pid]; ok {
-					ch.Reap()
-					delete(s.leaders, m.Pid)
-				}
-			case opRoot:
-				s.root = m.Root
-			case opClose:
-				s.endAll()
-				return 0
-			}
+		case <-msgs: // the host asked to close
+			s.endAll()
+			return 0
 		case sig := <-sigs:
 			if sig == unix.SIGCHLD {
 				s.reapAdopted()
@@ -93,24 +83,40 @@ func Serve(sock *os.File) int {
 	}
 }
 
-// read passes the host's messages on until the socket fails, then closes gone.
-func (s *server) read(msgs chan<- *message, gone chan<- struct{}) {
+// read serves the host's requests until the socket fails, then closes gone. It starts and
+// reaps trees itself, so a spawn costs no hand-off; a close goes to the main loop.
+func (s *server) read(closing chan<- *message, gone chan<- struct{}) {
 	defer close(gone)
 	for {
 		m, files, err := recv(s.conn)
 		if err != nil {
 			return
 		}
-		if m.Op == opSpawn {
-			m.files = files
-		} else {
+		if m.Op != opSpawn {
 			closeAll(files)
 		}
-		if m.Op == opHello && m.Grace > 0 {
-			s.grace = time.Duration(m.Grace) // before any spawn: the host sends it first
-			continue
+		s.mu.Lock()
+		switch m.Op {
+		case opHello:
+			if m.Grace > 0 {
+				s.grace = time.Duration(m.Grace)
+			}
+		case opRoot:
+			s.root = m.Root
+		case opSpawn:
+			m.files = files
+			s.spawn(m)
+		case opReap:
+			if ch, ok := s.leaders[m.Pid]; ok {
+				ch.Reap()
+				delete(s.leaders, m.Pid)
+			}
 		}
-		msgs <- m
+		s.mu.Unlock()
+		if m.Op == opClose {
+			closing <- m
+			return
+		}
 	}
 }
 
@@ -120,7 +126,7 @@ func (s *server) write(m *message) {
 	send(s.conn, m, nil) // a host that is gone is noticed by read
 }
 
-// spawn starts one tree and answers with its leader's pid, or the error.
+// spawn starts one tree and answers with its leader's pid, or the error. Called with s.mu held.
 func (s *server) spawn(m *message) {
 	defer closeAll(m.files)
 	if len(m.files) != 3 {
@@ -167,14 +173,23 @@ func (s *server) spawn(m *message) {
 // hostGone ends everything and removes what the host left on disk.
 func (s *server) hostGone() {
 	s.endAll()
-	if s.root != "" {
-		os.RemoveAll(s.root)
+	s.mu.Lock()
+	root := s.root
+	s.mu.Unlock()
+	if root != "" {
+		os.RemoveAll(root)
 	}
 }
 
 // reapAdopted reaps the processes re-parented to the guard that have exited; the leaders stay
 // for the host to have reaped.
 func (s *server) reapAdopted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reapAdoptedLocked()
+}
+
+func (s *server) reapAdoptedLocked() {
 	for _, pid := range children() {
 		if _, leader := s.leaders[pid]; leader {
 			continue
@@ -189,6 +204,8 @@ func (s *server) reapAdopted() {
 // SIGCONT, then SIGKILL to what is left after the grace, and again to processes re-parented
 // to it meanwhile. Then it reaps them all.
 func (s *server) endAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	signalAll := func(sig syscall.Signal) {
 		for pid := range s.leaders {
 			unix.Kill(-pid, sig)
@@ -205,7 +222,7 @@ func (s *server) endAll() {
 		if sig == unix.SIGTERM {
 			signalAll(unix.SIGCONT)
 		}
-		s.reapAdopted()
+		s.reapAdoptedLocked()
 		if !s.anyLive() {
 			break
 		}
@@ -221,7 +238,7 @@ func (s *server) endAll() {
 		ch.Reap()
 		delete(s.leaders, pid)
 	}
-	s.reapAdopted()
+	s.reapAdoptedLocked()
 }
 
 // anyLive reports whether a live process remains in a tree's group or among the guard's
