@@ -26,6 +26,9 @@ import (
 // guard whose parent is already another process starts by ending everything.
 const HostVar = "SUBKIT_GUARD_HOST"
 
+// reapEvery is how often, at most, the guard lists its children to reap adopted processes.
+const reapEvery = 10 * time.Millisecond
+
 // killWait bounds the wait for what SIGKILL must end; a process in uninterruptible sleep may
 // take longer, and the guard then exits anyway.
 const killWait = 10 * time.Second
@@ -64,14 +67,22 @@ func Serve(sock *os.File) int {
 		s.hostGone() // the host died before the parent-death signal was set
 		return 0
 	}
+	var reap <-chan time.Time // a pending reap of adopted processes
 	for {
 		select {
 		case <-msgs: // the host asked to close
 			s.endAll()
 			return 0
+		case <-reap:
+			reap = nil
+			s.reapAdopted()
 		case sig := <-sigs:
 			if sig == unix.SIGCHLD {
-				s.reapAdopted()
+				// Every leader's exit raises SIGCHLD too: the children are listed at most once
+				// per reapEvery, and an adopted zombie waits that long at most.
+				if reap == nil {
+					reap = time.After(reapEvery)
+				}
 				continue
 			}
 			s.hostGone() // the parent-death signal, or a stop request
@@ -183,20 +194,29 @@ func (s *server) hostGone() {
 
 // reapAdopted reaps the processes re-parented to the guard that have exited; the leaders stay
 // for the host to have reaped.
+// The list of children is read without the lock, so a spawn need not wait for it; a child
+// started meanwhile is a leader by the time the lock is taken for it.
 func (s *server) reapAdopted() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reapAdoptedLocked()
+	for _, pid := range children() {
+		s.mu.Lock()
+		s.reapIfAdopted(pid)
+		s.mu.Unlock()
+	}
 }
 
 func (s *server) reapAdoptedLocked() {
 	for _, pid := range children() {
-		if _, leader := s.leaders[pid]; leader {
-			continue
-		}
-		var info [128]byte
-		unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, nil)
+		s.reapIfAdopted(pid)
 	}
+}
+
+// reapIfAdopted reaps pid if it is an adopted process that has exited. Called with s.mu held.
+func (s *server) reapIfAdopted(pid int) {
+	if _, leader := s.leaders[pid]; leader {
+		return
+	}
+	var info [128]byte
+	unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, nil)
 }
 
 // endAll ends every tree the guard started (its group; the held leaders keep the numbers the
