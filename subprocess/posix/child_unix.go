@@ -26,7 +26,7 @@ type Leader interface {
 // a pidfd (a kqueue on macOS) in the runtime poller, so no OS thread waits, and its status is
 // read without reaping it.
 type Child struct {
-	cmd   *exec.Cmd
+	cmd   *exec.Cmd // the command, unless the watch owns the child
 	w     *pidWatch // nil when no watch could be made: Wait then reaps as os/exec does
 	owned bool      // w reaps the child (cmd.Process is released)
 	err   error     // why there is no watch
@@ -37,7 +37,11 @@ type Child struct {
 // released, after which its Pid reads -1).
 func WatchChild(cmd *exec.Cmd) *Child {
 	w, owned, err := watchChild(cmd.Process)
-	return &Child{cmd: cmd, w: w, owned: owned, err: err}
+	c := &Child{w: w, owned: owned, err: err}
+	if !owned {
+		c.cmd = cmd // what reaps it; an owned child needs nothing of cmd (its environment is large)
+	}
+	return c
 }
 
 // Wait implements Leader. Without a watch (this OS, or no descriptor left) or without a
