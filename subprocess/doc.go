@@ -27,6 +27,11 @@
 // merged after and wins. Programs are resolved from the scrubbed PATH, never from the current
 // directory implicitly.
 //
+// With Config.Guard (Linux), one helper process per Service spawns every tree, adopts what
+// escapes them (it is their child subreaper), and ends all of it when this process dies without
+// Close, even by SIGKILL. The helper is this binary re-executed: call HelperMain first thing in
+// main (or name another helper binary in Config.Helper).
+//
 // Service.Close terminates every live tree, waits for it, removes the private runtime root, and
 // reports every failure joined. Every error is an *Error that names the operation and wraps one
 // of ErrInvalid, ErrNotFound, ErrPermission, ErrLimit, ErrClosed, ErrUnsupported or ErrSystem,
