@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
 )
@@ -481,7 +482,7 @@ func TestCloseRacesSpawnWaitTerminateRead(t *testing.T) {
 // A pid reused after the tree is gone must not be signalled. Forcing reuse needs root:
 // ns_last_pid makes the kernel hand out the old pid to the next fork.
 func TestReusedPidIsNotSignalled(t *testing.T) {
-	canReusePids(t)
+	testutil.CanReusePids(t)
 	svc := newService(t, subprocess.Config{})
 	h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "true"})
 	require.NoError(t, err)
@@ -489,7 +490,7 @@ func TestReusedPidIsNotSignalled(t *testing.T) {
 	require.NoError(t, h.WaitForExit(ctxT(t, 10*time.Second)))
 	old := h.Pid()
 
-	stranger := strangerWithPid(t, old)
+	stranger := testutil.ProcessWithPid(t, old, &syscall.SysProcAttr{Setpgid: true})
 	require.NoError(t, h.Signal(syscall.SIGKILL))
 	require.NoError(t, h.Terminate(ctxT(t, 5*time.Second)))
 	require.NoError(t, h.Close())
@@ -515,7 +516,7 @@ func waitFor(t *testing.T, h *subprocess.Handle, s subprocess.Stream, text strin
 // A group that empties while nobody watches can be replaced by a stranger's group with the
 // same number; Terminate must not signal it.
 func TestReusedGroupIsNotSignalled(t *testing.T) {
-	canReusePids(t)
+	testutil.CanReusePids(t)
 	svc := newService(t, subprocess.Config{})
 	// The leader exits at once; a member keeps the group for a moment, then exits unobserved.
 	spec := sh(`sleep 0.3 &`)
@@ -532,7 +533,7 @@ func TestReusedGroupIsNotSignalled(t *testing.T) {
 		return syscall.Kill(-old, 0) == syscall.ESRCH
 	}, 20*time.Second, 10*time.Millisecond)
 
-	stranger := strangerWithPid(t, old)
+	stranger := testutil.ProcessWithPid(t, old, &syscall.SysProcAttr{Setpgid: true})
 	require.NoError(t, h.Terminate(ctxT(t, 10*time.Second)))
 	require.NoError(t, h.WaitForExit(ctxT(t, 5*time.Second)), "the stranger's group is not waited for")
 	time.Sleep(50 * time.Millisecond)
@@ -548,33 +549,3 @@ func assertAlive(t *testing.T, pid int, msg string, args ...any) {
 	}
 }
 
-const lastPidFile = "/proc/sys/kernel/ns_last_pid"
-
-// canReusePids skips the test unless it may set the pid the kernel hands out next (root).
-func canReusePids(t *testing.T) {
-	f, err := os.OpenFile(lastPidFile, os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("cannot force pid reuse without writing %s: %v", lastPidFile, err)
-	}
-	f.Close()
-}
-
-// strangerWithPid starts `sleep 1000` as the leader of its own group with pid (and so pgid)
-// pid, by setting ns_last_pid just before the fork; it skips the test when other forks keep
-// taking the number first. The stranger is killed and reaped at cleanup.
-func strangerWithPid(t *testing.T, pid int) *os.Process {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		require.NoError(t, os.WriteFile(lastPidFile, []byte(strconv.Itoa(pid-1)), 0))
-		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "1000"}, &os.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}})
-		require.NoError(t, err)
-		if p.Pid == pid {
-			t.Cleanup(func() { p.Kill(); p.Wait() })
-			return p
-		}
-		p.Kill()
-		p.Wait()
-	}
-	t.Skip("could not get the old pid back (other processes forked in between)")
-	return nil
-}

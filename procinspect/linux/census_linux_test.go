@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
 )
 
 // startOf reads the start token of pid.
@@ -109,16 +111,10 @@ func TestCensusConcurrentScans(t *testing.T) {
 	}
 }
 
-const lastPidFile = "/proc/sys/kernel/ns_last_pid"
-
 // A process that gets the pid of one the census remembers is read afresh, so the start token
 // of the old one never hides it. Forcing the pid needs root (ns_last_pid).
 func TestCensusPidReuse(t *testing.T) {
-	f, err := os.OpenFile(lastPidFile, os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("cannot force pid reuse without writing %s: %v", lastPidFile, err)
-	}
-	f.Close()
+	testutil.CanReusePids(t)
 
 	var reads []int
 	c := Census{onStatRead: func(pid int) { reads = append(reads, pid) }}
@@ -127,7 +123,7 @@ func TestCensusPidReuse(t *testing.T) {
 	require.NoError(t, old.Start())
 	pid := old.Process.Pid
 	oldStart := startOf(t, pid)
-	_, err = c.Since(uid, 0)
+	_, err := c.Since(uid, 0)
 	require.NoError(t, err)
 	require.Contains(t, reads, pid)
 	require.NoError(t, old.Process.Kill())
@@ -137,22 +133,7 @@ func TestCensusPidReuse(t *testing.T) {
 	for tickNow(t) <= oldStart {
 		time.Sleep(time.Millisecond)
 	}
-	var stranger *os.Process
-	for try := 0; try < 50 && stranger == nil; try++ {
-		require.NoError(t, os.WriteFile(lastPidFile, []byte(strconv.Itoa(pid-1)), 0))
-		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "60"}, &os.ProcAttr{})
-		require.NoError(t, err)
-		if p.Pid == pid {
-			stranger = p
-			break
-		}
-		p.Kill()
-		p.Wait()
-	}
-	if stranger == nil {
-		t.Skip("could not get the old pid back (other processes forked in between)")
-	}
-	t.Cleanup(func() { stranger.Kill(); stranger.Wait() })
+	testutil.ProcessWithPid(t, pid, nil)
 	newStart := startOf(t, pid)
 	require.Greater(t, newStart, oldStart)
 
