@@ -548,4 +548,3 @@ func assertAlive(t *testing.T, pid int, msg string, args ...any) {
 		assert.False(t, p.Zombie, append([]any{msg}, args...)...)
 	}
 }
-

@@ -99,7 +99,7 @@ func pollable(f *os.File) (*os.File, error) {
 	defer f.Close()
 	var fd int
 	var derr error
-	if err := withFd(f, func(raw int) { fd, derr = unix.Dup(raw) }); err != nil {
+	if err := posix.WithFd(f, func(raw int) { fd, derr = unix.Dup(raw) }); err != nil {
 		return nil, err
 	}
 	if derr != nil {
@@ -113,18 +113,9 @@ func pollable(f *os.File) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
-// withFd runs fn with f's descriptor without switching f to blocking mode (as f.Fd would).
-func withFd(f *os.File, fn func(fd int)) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return rc.Control(func(fd uintptr) { fn(int(fd)) })
-}
-
 func setSize(f *os.File, cols, rows int) error {
 	var ierr error
-	if err := withFd(f, func(fd int) {
+	if err := posix.WithFd(f, func(fd int) {
 		ierr = unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
 	}); err != nil {
 		return err
@@ -266,7 +257,7 @@ func (t *Terminal) Foreground(ctx context.Context) (Foreground, error) {
 	}
 	var pgid int
 	var ierr error
-	if err := withFd(t.master, func(fd int) { pgid, ierr = unix.IoctlGetInt(fd, unix.TIOCGPGRP) }); err != nil || ierr != nil {
+	if err := posix.WithFd(t.master, func(fd int) { pgid, ierr = unix.IoctlGetInt(fd, unix.TIOCGPGRP) }); err != nil || ierr != nil {
 		return Foreground{}, &Error{Op: "foreground", Name: t.argv[0], Err: errors.Join(err, ierr),
 			Hint: "the terminal has no foreground group once its program has exited"}
 	}

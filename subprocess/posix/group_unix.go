@@ -4,6 +4,7 @@ package posix
 
 import (
 	"context"
+	"os"
 	"syscall"
 	"time"
 )
@@ -12,6 +13,15 @@ import (
 // whose id is the child's pid.
 func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// WithFd runs fn with f's descriptor without switching f to blocking mode (as f.Fd would).
+func WithFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
 
 // Poll back-off: the first probes come fast so short waits end within a few milliseconds, and

@@ -60,7 +60,7 @@ func watchChild(p *os.Process) (w *pidWatch, owned bool, err error) {
 func (w *pidWatch) reap() error {
 	defer w.close()
 	var werr error
-	err := withRaw(w.f, func(fd int) {
+	err := WithFd(w.f, func(fd int) {
 		var info [128]byte
 		for {
 			werr = unix.Waitid(unix.P_PIDFD, fd, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED, nil)
@@ -111,7 +111,7 @@ func (w *pidWatch) wait() error {
 func (w *pidWatch) exit() (Exit, error) {
 	var info [128]byte // siginfo_t is 128 bytes on every Linux
 	var werr error
-	err := withRaw(w.f, func(fd int) {
+	err := WithFd(w.f, func(fd int) {
 		for {
 			werr = unix.Waitid(unix.P_PIDFD, fd, (*unix.Siginfo)(unsafe.Pointer(&info)),
 				unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
@@ -162,13 +162,4 @@ func decodeSigchld(info []byte) (Exit, error) {
 		return Exit{Code: -1, Signal: syscall.Signal(status)}, nil
 	}
 	return Exit{}, fmt.Errorf("waitid: unexpected si_code %d", at(siCode))
-}
-
-// withRaw runs fn with f's descriptor, leaving f in its mode (f.Fd would make it blocking).
-func withRaw(f *os.File, fn func(fd int)) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
