@@ -213,7 +213,6 @@ func TestTimeoutNotSetForALeaderThatExitedOnItsOwn(t *testing.T) {
 		spec := subprocess.Spec{Path: "true", Timeout: 30 * time.Millisecond}
 		res := run(t, svc, spec)
 		assert.False(t, res.TimedOut)
-		time.Sleep(30 * time.Millisecond) // past the timeout: a stale timer must not change it
 		h, err := svc.Spawn(context.Background(), spec)
 		require.NoError(t, err)
 		res, err = h.Wait(ctxT(t, 10*time.Second))
