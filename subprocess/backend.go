@@ -27,9 +27,10 @@ type backend interface {
 	sweep(ctx context.Context) error
 	// setRoot tells the backend the runtime root, which a guard removes when the host is gone.
 	setRoot(root string) error
-	// guardState returns a channel closed when the guard running now dies and one closed when
-	// a newer guard starts; both nil without a guard.
-	guardState() (lost, next <-chan struct{})
+	// guardState returns a channel closed when the guard running now dies, one closed when a
+	// newer guard starts, and what ends the processes that guard adopted once it is dead; all
+	// nil without a guard.
+	guardState() (lost, next <-chan struct{}, endAdopted func(context.Context) error)
 	// close releases what the backend holds (its guard too), once every tree is gone.
 	close(ctx context.Context) error
 }

@@ -23,9 +23,11 @@ func (otherBackend) start(cmd *exec.Cmd) (tree, int, error)     { return nil, 0,
 func (otherBackend) startError(error) (kind error, hint string) { return nil, "" }
 func (otherBackend) sweep(context.Context) error                { return nil }
 func (otherBackend) close(context.Context) error                { return nil }
-func (otherBackend) guardState() (lost, next <-chan struct{})   { return nil, nil }
-func (otherBackend) envRules() envRules                         { return envRules{} }
-func (otherBackend) pathRules() pathRules                       { return pathRules{listSep: ":"} }
-func (otherBackend) prepare(cmd *exec.Cmd)                      {}
+func (otherBackend) guardState() (lost, next <-chan struct{}, endAdopted func(context.Context) error) {
+	return nil, nil, nil
+}
+func (otherBackend) envRules() envRules    { return envRules{} }
+func (otherBackend) pathRules() pathRules  { return pathRules{listSep: ":"} }
+func (otherBackend) prepare(cmd *exec.Cmd) {}
 
 func (otherBackend) setRoot(string) error { return nil }

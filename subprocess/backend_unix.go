@@ -89,9 +89,9 @@ func (b *posixBackend) setRoot(root string) error {
 	return b.guard.setRoot(root)
 }
 
-func (b *posixBackend) guardState() (lost, next <-chan struct{}) {
+func (b *posixBackend) guardState() (lost, next <-chan struct{}, endAdopted func(context.Context) error) {
 	if b.guard == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	return b.guard.state()
 }

@@ -34,9 +34,11 @@ func newBackend(cfg Config) (backend, error) {
 	return windowsBackend{}, nil
 }
 
-func (windowsBackend) close(context.Context) error              { return nil }
-func (windowsBackend) guardState() (lost, next <-chan struct{}) { return nil, nil }
-func (windowsBackend) sweep(ctx context.Context) error          { return nil }
+func (windowsBackend) close(context.Context) error { return nil }
+func (windowsBackend) guardState() (lost, next <-chan struct{}, endAdopted func(context.Context) error) {
+	return nil, nil, nil
+}
+func (windowsBackend) sweep(ctx context.Context) error { return nil }
 
 func (windowsBackend) envRules() envRules { return envRules{foldCase: true} }
 func (windowsBackend) pathRules() pathRules {

@@ -54,7 +54,7 @@ func TestGuardNeedsAHelper(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "Config.Helper"), err.Error())
 }
 
-// startGuardedHost starts guardedHost and waits until its 50 sleeps run; it returns the host
+// startGuardedHost starts guardedHost and waits until its 55 sleeps run; it returns the host
 // and the tag. Whatever the test concludes, nothing tagged outlives it.
 func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
 	tag := strconv.Itoa(100000 + rand.IntN(800000))
@@ -72,8 +72,8 @@ func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "host said nothing")
 	require.Equal(t, "ready\n", line)
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 50 }, 10*time.Second, 10*time.Millisecond,
-		"the host's 50 sleeps did not all start")
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 55 }, 10*time.Second, 10*time.Millisecond,
+		"the host's 55 sleeps did not all start")
 	return host, tag
 }
 
@@ -87,8 +87,9 @@ func TestGuardEndsEverythingWhenTheHostIsKilled(t *testing.T) {
 		10*time.Millisecond, "survivors of the host's death")
 }
 
-// A guard killed first has its trees ended by the host; the host's own death then leaves
-// nothing either.
+// A guard killed first has its trees ended by the host, and the processes it had adopted too,
+// by the identities it announced (nothing else finds those in a session of their own with a
+// cleared environment); the host's own death then leaves nothing either.
 func TestGuardKilledFirst(t *testing.T) {
 	host, tag := startGuardedHost(t)
 	guardPid := 0
@@ -101,7 +102,7 @@ func TestGuardKilledFirst(t *testing.T) {
 	require.NotZero(t, guardPid, "no guard among the host's children")
 	require.NoError(t, syscall.Kill(guardPid, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
-		10*time.Millisecond, "the host did not end the trees of its dead guard: %v", testutil.Tagged(tag))
+		10*time.Millisecond, "the host did not end the trees of its dead guard")
 	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
 	host.Wait()
 }

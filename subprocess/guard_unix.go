@@ -79,15 +79,19 @@ func (g *guardKeeper) setRoot(root string) error {
 	return c.SetRoot(root)
 }
 
-// state returns a channel closed when the guard running now dies and one closed when a newer
-// guard starts (both nil once the keeper is closed).
-func (g *guardKeeper) state() (lost, next <-chan struct{}) {
+// state returns a channel closed when the guard running now dies, one closed when a newer
+// guard starts, and what ends, once that guard is dead, the processes it had adopted: by the
+// identities it announced, for nothing else would end them (all nil once the keeper is closed).
+func (g *guardKeeper) state() (lost, next <-chan struct{}, endAdopted func(context.Context) error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.client == nil {
-		return nil, nil
+	c := g.client
+	if c == nil {
+		return nil, nil, nil
 	}
-	return g.client.Done(), g.fresh
+	return c.Done(), g.fresh, func(ctx context.Context) error {
+		return posix.EndAll(ctx, c.Adopted(), DefaultGrace)
+	}
 }
 
 // spawn has the guard start cmd (prepared, not started).

@@ -139,7 +139,7 @@ func New(cfg Config) (*Service, error) {
 		log: log, backend: be,
 		live: make(map[owned]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
 	}
-	if lost, _ := be.guardState(); lost != nil {
+	if lost, _, _ := be.guardState(); lost != nil {
 		s.guardWatch.Go(s.watchGuard)
 	}
 	return s, nil
@@ -149,7 +149,7 @@ func New(cfg Config) (*Service, error) {
 // nothing would end them at the host's death. The next Spawn starts a new guard.
 func (s *Service) watchGuard() {
 	for {
-		lost, next := s.backend.guardState()
+		lost, next, endAdopted := s.backend.guardState()
 		if lost == nil {
 			return
 		}
@@ -173,6 +173,11 @@ func (s *Service) watchGuard() {
 				}
 			})
 		}
+		wg.Go(func() {
+			if err := endAdopted(context.Background()); err != nil {
+				s.log.Warn("a process the dead guard had adopted not ended", "err", err)
+			}
+		})
 		wg.Wait()
 		select { // wait for a new guard (a Spawn starts one) or Close
 		case <-s.stopWatch:

@@ -37,6 +37,7 @@ type Client struct {
 	nextID  uint64
 	pending map[uint64]chan answer
 	leaders map[int]*Leader
+	adopted map[int]procinspect.Identity // as the guard announced them, until it reaped them
 }
 
 // Start starts a guard: the helper binary at path, with env (to which the role and the host's
@@ -67,7 +68,8 @@ func Start(path string, env []string, grace time.Duration, start func(*exec.Cmd)
 		cmd.Wait()
 		return nil, err
 	}
-	cl := &Client{conn: c, done: make(chan struct{}), pending: map[uint64]chan answer{}, leaders: map[int]*Leader{}}
+	cl := &Client{conn: c, done: make(chan struct{}), pending: map[uint64]chan answer{}, leaders: map[int]*Leader{},
+		adopted: map[int]procinspect.Identity{}}
 	go func() {
 		err := cmd.Wait() // one thread per Service, for the guard itself
 		cl.err = fmt.Errorf("%w: %v", ErrGone, err)
@@ -87,6 +89,19 @@ func Start(path string, env []string, grace time.Duration, start func(*exec.Cmd)
 
 // Done is closed once the guard process has exited; Err then says how.
 func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Adopted lists the processes the guard said it adopted (re-parented to it when they left
+// their trees) and had not reaped yet. Once the guard is gone nothing ends them: the host
+// must, by these identities.
+func (c *Client) Adopted() []procinspect.Identity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]procinspect.Identity, 0, len(c.adopted))
+	for _, id := range c.adopted {
+		ids = append(ids, id)
+	}
+	return ids
+}
 
 // Err is why the guard is gone, or nil while it runs.
 func (c *Client) Err() error {
@@ -150,6 +165,10 @@ func (c *Client) read() {
 				close(l.exited)
 				delete(c.leaders, m.Pid)
 			}
+		case opAdopted:
+			c.adopted[m.Pid] = procinspect.Identity{Pid: m.Pid, Start: m.Start}
+		case opLeft:
+			delete(c.adopted, m.Pid)
 		}
 		c.mu.Unlock()
 	}

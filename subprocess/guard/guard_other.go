@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess/posix"
 )
 
@@ -46,6 +47,7 @@ func Start(path string, env []string, grace time.Duration, start func(*exec.Cmd)
 func Serve(sock *os.File) int                                           { return 3 }
 func (c *Client) Done() <-chan struct{}                                 { return nil }
 func (c *Client) Err() error                                            { return errNoGuard }
+func (c *Client) Adopted() []procinspect.Identity                       { return nil }
 func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) { return nil, errNoGuard }
 func (c *Client) Close(ctx context.Context) error                       { return nil }
 func (c *Client) SetRoot(root string) error                             { return errNoGuard }

@@ -3,18 +3,17 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -26,63 +25,90 @@ import (
 // guard whose parent is already another process starts by ending everything.
 const HostVar = "SUBKIT_GUARD_HOST"
 
-// reapEvery is how often, at most, the guard lists its children to reap adopted processes.
-const reapEvery = 10 * time.Millisecond
+// The guard looks at its children (to reap the adopted ones that exited and announce the new
+// ones) reapEvery after a SIGCHLD or a spawn, then, while nothing happens, less and less often,
+// up to every scanLast.
+const (
+	reapEvery = 10 * time.Millisecond
+	scanLast  = time.Second
+)
 
 // killWait bounds the wait for what SIGKILL must end; a process in uninterruptible sleep may
 // take longer, and the guard then exits anyway.
 const killWait = 10 * time.Second
 
-// server is the guard's state. mu guards leaders and root: the reading goroutine starts and
-// reaps trees, the main loop reaps adopted processes and ends everything.
+// server is the guard's state. mu orders what the guard does and says: the reading goroutine
+// starts trees and reaps leaders, the exit relay reports leaders' exits, the main loop tends
+// adopted processes and ends everything. Every message the guard writes is written under mu,
+// so the host learns of a leader before its exit, and of what a leader left before its exit.
 type server struct {
 	mu      sync.Mutex
 	conn    *net.UnixConn
 	wmu     sync.Mutex // serialises writes to conn
 	grace   time.Duration
-	leaders map[int]*posix.Child // started and not yet reaped at the host's request
-	root    string               // the host's runtime root, removed when the host is gone
+	exits   *posix.ExitSet // the leaders: started and not yet reaped at the host's request
+	adopted map[int]bool   // adopted processes announced to the host and not yet reaped
+	root    string         // the host's runtime root, removed when the host is gone
+	poke    chan struct{}  // a tree was started: look at the children soon
 }
 
 // Serve runs the guard on sock (its end of the socket pair) until the host is gone or asks it
 // to close, and returns the process's exit status. It is what subprocess.HelperMain runs in a
 // process started as the guard.
 func Serve(sock *os.File) int {
-	// The guard holds little but a watch per tree: a small heap goal keeps it small.
+	// The guard holds little but a pidfd per tree: a small heap goal keeps it small.
 	debug.SetGCPercent(20)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return 3
+		return fail(err)
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGHUP, unix.SIGINT)
 	c, err := conn(sock)
 	if err != nil {
-		return 3
+		return fail(err)
 	}
-	s := &server{conn: c, grace: 3 * time.Second, leaders: map[int]*posix.Child{}}
+	exits, err := posix.NewExitSet()
+	if err != nil {
+		return fail(err)
+	}
+	defer exits.Close()
+	s := &server{conn: c, grace: 3 * time.Second, exits: exits, adopted: map[int]bool{},
+		poke: make(chan struct{}, 1)}
 	msgs := make(chan *message)
 	gone := make(chan struct{}) // the host's end of the socket is closed: the host is gone
 	go s.read(msgs, gone)
+	go s.relayExits()
 	if host, _ := strconv.Atoi(os.Getenv(HostVar)); host != 0 && os.Getppid() != host {
 		s.hostGone() // the host died before the parent-death signal was set
 		return 0
 	}
-	var reap <-chan time.Time // a pending reap of adopted processes
+	every := reapEvery
+	scan := time.NewTimer(every)
+	due := time.Now().Add(every)
+	soon := func() { // something happened: look within reapEvery, and often again after
+		every = reapEvery
+		if time.Until(due) > every {
+			scan.Reset(every)
+			due = time.Now().Add(every)
+		}
+	}
 	for {
 		select {
 		case <-msgs: // the host asked to close
 			s.endAll()
 			return 0
-		case <-reap:
-			reap = nil
-			s.reapAdopted()
+		case <-scan.C:
+			s.scan()
+			every = min(2*every, scanLast)
+			scan.Reset(every)
+			due = time.Now().Add(every)
+		case <-s.poke:
+			soon()
 		case sig := <-sigs:
 			if sig == unix.SIGCHLD {
-				// Every leader's exit raises SIGCHLD too: the children are listed at most once
-				// per reapEvery, and an adopted zombie waits that long at most.
-				if reap == nil {
-					reap = time.After(reapEvery)
-				}
+				// Every leader's exit raises SIGCHLD too: the children are listed at most
+				// once per reapEvery, and an adopted zombie waits that long at most.
+				soon()
 				continue
 			}
 			s.hostGone() // the parent-death signal, or a stop request
@@ -92,6 +118,12 @@ func Serve(sock *os.File) int {
 			return 0
 		}
 	}
+}
+
+// fail reports why the guard cannot run, on the stderr it shares with the host.
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "subkit guard:", err)
+	return 3
 }
 
 // read serves the host's requests until the socket fails, then closes gone. It starts and
@@ -118,9 +150,8 @@ func (s *server) read(closing chan<- *message, gone chan<- struct{}) {
 			m.files = files
 			s.spawn(m)
 		case opReap:
-			if ch, ok := s.leaders[m.Pid]; ok {
-				ch.Reap()
-				delete(s.leaders, m.Pid)
+			if err := s.exits.Reap(m.Pid); err != nil {
+				fmt.Fprintln(os.Stderr, "subkit guard:", err) // the host asks only after the exit
 			}
 		}
 		s.mu.Unlock()
@@ -151,7 +182,16 @@ func (s *server) spawn(m *message) {
 	} else {
 		cmd.SysProcAttr = posix.SysProcAttr()
 	}
-	if err := cmd.Start(); err != nil {
+	pid := 0
+	err := cmd.Start()
+	if err == nil {
+		pid = cmd.Process.Pid // Add releases the Process
+		if err = s.exits.Add(cmd.Process); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
+	if err != nil {
 		a := &message{Op: opStarted, ID: m.ID, Err: err.Error()}
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -164,21 +204,30 @@ func (s *server) spawn(m *message) {
 		s.write(a)
 		return
 	}
-	pid := cmd.Process.Pid
-	child := posix.WatchChild(cmd)
-	s.leaders[pid] = child
-	a := &message{Op: opStarted, ID: m.ID, Pid: pid}
-	if p, err := procinspect.Lookup(context.Background(), pid); err == nil {
-		a.Start = p.Start // the host need not read it
-	}
+	a := &message{Op: opStarted, ID: m.ID, Pid: pid, Start: startOf(pid)} // the host need not read it
 	s.write(a)
-	go func() { // the exit goes straight to the host: its answer was written first
-		e, _, err := child.Wait()
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// relayExits reports each leader's exit to the host, after what the leader left behind: its
+// orphans are re-parented to the guard before its exit can be seen.
+func (s *server) relayExits() {
+	for {
+		exits, err := s.exits.Wait()
 		if err != nil {
-			e = posix.Exit{Code: -1}
+			return // closed: the guard is exiting
 		}
-		s.write(&message{Op: opExit, Pid: pid, Code: e.Code, Signal: int(e.Signal)})
-	}()
+		pids := children()
+		s.mu.Lock()
+		s.tend(pids, false)
+		for _, e := range exits {
+			s.write(&message{Op: opExit, Pid: e.Pid, Code: e.Code, Signal: int(e.Signal)})
+		}
+		s.mu.Unlock()
+	}
 }
 
 // hostGone ends everything and removes what the host left on disk.
@@ -192,31 +241,48 @@ func (s *server) hostGone() {
 	}
 }
 
-// reapAdopted reaps the processes re-parented to the guard that have exited; the leaders stay
-// for the host to have reaped.
-// The list of children is read without the lock, so a spawn need not wait for it; a child
-// started meanwhile is a leader by the time the lock is taken for it.
-func (s *server) reapAdopted() {
-	for _, pid := range children() {
-		s.mu.Lock()
-		s.reapIfAdopted(pid)
-		s.mu.Unlock()
+// scan reaps the adopted processes that have exited and announces the new ones. The list of
+// children is read without the lock, so a spawn need not wait for it; a child started
+// meanwhile is a leader by the time the lock is taken.
+func (s *server) scan() {
+	pids := children()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tend(pids, true)
+}
+
+// tend announces to the host each adopted process among pids that it has not announced yet
+// (its identity) and, with reap, reaps those that have exited (and says so). Leaders are left
+// alone. Called with s.mu held.
+func (s *server) tend(pids []int, reap bool) {
+	for _, pid := range pids {
+		if s.exits.Has(pid) || !reap && s.adopted[pid] {
+			continue
+		}
+		exited, err := posix.ChildExited(pid, reap)
+		if err != nil {
+			continue // not a child any more: a leader the host had reaped
+		}
+		switch {
+		case exited && reap:
+			if s.adopted[pid] {
+				delete(s.adopted, pid)
+				s.write(&message{Op: opLeft, Pid: pid})
+			}
+		case !s.adopted[pid]:
+			s.adopted[pid] = true
+			s.write(&message{Op: opAdopted, Pid: pid, Start: startOf(pid)})
+		}
 	}
 }
 
-func (s *server) reapAdoptedLocked() {
-	for _, pid := range children() {
-		s.reapIfAdopted(pid)
+// startOf is pid's start token, or 0 when it cannot be read.
+func startOf(pid int) uint64 {
+	p, err := procinspect.Lookup(context.Background(), pid)
+	if err != nil {
+		return 0
 	}
-}
-
-// reapIfAdopted reaps pid if it is an adopted process that has exited. Called with s.mu held.
-func (s *server) reapIfAdopted(pid int) {
-	if _, leader := s.leaders[pid]; leader {
-		return
-	}
-	var info [128]byte
-	unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, nil)
+	return p.Start
 }
 
 // endAll ends every tree the guard started (its group; the held leaders keep the numbers the
@@ -227,7 +293,7 @@ func (s *server) endAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	signalAll := func(sig syscall.Signal) {
-		for pid := range s.leaders {
+		for _, pid := range s.exits.Pids() {
 			unix.Kill(-pid, sig)
 			unix.Kill(pid, sig)
 		}
@@ -242,7 +308,7 @@ func (s *server) endAll() {
 		if sig == unix.SIGTERM {
 			signalAll(unix.SIGCONT)
 		}
-		s.reapAdoptedLocked()
+		s.tend(children(), true)
 		if !s.anyLive() {
 			break
 		}
@@ -254,11 +320,10 @@ func (s *server) endAll() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	for pid, ch := range s.leaders {
-		ch.Reap()
-		delete(s.leaders, pid)
+	for _, pid := range s.exits.Pids() {
+		s.exits.Reap(pid) // a leader still running after killWait is left to init
 	}
-	s.reapAdoptedLocked()
+	s.tend(children(), true)
 }
 
 // anyLive reports whether a live process remains in a tree's group or among the guard's
@@ -273,26 +338,26 @@ func (s *server) anyLive() bool {
 		if p.Zombie {
 			continue
 		}
-		if _, ok := s.leaders[p.Pgid]; ok || p.PPid == me {
+		if s.exits.Has(p.Pgid) || p.PPid == me {
 			return true
 		}
 	}
 	return false
 }
 
-// children lists the guard's child processes: the children of each of its threads.
+// children lists the guard's child processes as its main thread has them: every process
+// re-parented to the guard (the kernel gives orphans to a subreaper's first live thread), and
+// the leaders it started from that thread. Leaders started from other threads are in the
+// ExitSet.
 func children() []int {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	if err != nil {
+		return nil
+	}
 	var pids []int
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	for _, path := range tasks {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

@@ -27,7 +27,7 @@ type message struct {
 
 	// answers and reaping
 	Pid    int    `json:"pid,omitempty"`
-	Start  uint64 `json:"start,omitempty"` // started: the leader's start token
+	Start  uint64 `json:"start,omitempty"` // started, adopted: the process's start token
 	Errno  int    `json:"errno,omitempty"`
 	Err    string `json:"err,omitempty"`
 	Code   int    `json:"code,omitempty"`
@@ -45,6 +45,8 @@ const (
 	opClose   = "close"   // host: end everything left and exit
 	opHello   = "hello"   // host, first: the Grace to give the trees when the host is gone
 	opRoot    = "root"    // host: the runtime root (Root) to remove when the host is gone
+	opAdopted = "adopted" // guard: a process re-parented to it (Pid, Start)
+	opLeft    = "left"    // guard: an adopted process it has reaped (Pid)
 )
 
 // chunk is the most one socket message carries: larger messages are sent in parts, each but

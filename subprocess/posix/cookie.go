@@ -94,7 +94,7 @@ func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
 		found, err := c.Find(ctx, 0)
 		if len(found) > 0 {
 			// What was found is ended even when the read of some other process failed.
-			err = errors.Join(err, endAll(ctx, found, grace))
+			err = errors.Join(err, EndAll(ctx, found, grace))
 		}
 		if err != nil || len(found) == 0 {
 			return err
@@ -107,9 +107,9 @@ func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
 	return err
 }
 
-// endAll sends SIGTERM (and SIGCONT) to ids, then SIGKILL to those left after grace, and
-// waits until they are gone or ctx ends.
-func endAll(ctx context.Context, ids []procinspect.Identity, grace time.Duration) error {
+// EndAll sends SIGTERM (and SIGCONT) to ids, then SIGKILL to those left after grace, and
+// waits until they are gone or ctx ends. It overwrites ids.
+func EndAll(ctx context.Context, ids []procinspect.Identity, grace time.Duration) error {
 	SignalAll(ctx, ids, unix.SIGTERM)
 	SignalAll(ctx, ids, unix.SIGCONT)
 	live := func() bool {

@@ -60,15 +60,7 @@ func watchChild(p *os.Process) (w *pidWatch, owned bool, err error) {
 func (w *pidWatch) reap() error {
 	defer w.close()
 	var werr error
-	err := WithFd(w.f, func(fd int) {
-		var info [128]byte
-		for {
-			werr = unix.Waitid(unix.P_PIDFD, fd, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED, nil)
-			if werr != unix.EINTR {
-				return
-			}
-		}
-	})
+	err := WithFd(w.f, func(fd int) { _, werr = waitPidfd(fd, unix.WEXITED) })
 	if err = errors.Join(err, werr); err != nil {
 		return fmt.Errorf("waitid: %w", err)
 	}
@@ -109,21 +101,41 @@ func (w *pidWatch) wait() error {
 // exit reads how the process ended without reaping it (waitid with WNOWAIT). It works for
 // an exited child of this process; otherwise it reports why it cannot.
 func (w *pidWatch) exit() (Exit, error) {
-	var info [128]byte // siginfo_t is 128 bytes on every Linux
+	var e Exit
+	var exited bool
 	var werr error
-	err := WithFd(w.f, func(fd int) {
-		for {
-			werr = unix.Waitid(unix.P_PIDFD, fd, (*unix.Siginfo)(unsafe.Pointer(&info)),
-				unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-			if werr != unix.EINTR {
-				return
-			}
-		}
-	})
+	err := WithFd(w.f, func(fd int) { e, exited, werr = peekExit(fd) })
 	if err = errors.Join(err, werr); err != nil {
-		return Exit{}, fmt.Errorf("waitid: %w", err)
+		return Exit{}, err
 	}
-	return decodeSigchld(info[:])
+	if !exited {
+		return Exit{}, errors.New("waitid: the process has not exited")
+	}
+	return e, nil
+}
+
+// peekExit reads how the child behind pidfd ended, without reaping it; exited is false while
+// it runs.
+func peekExit(pidfd int) (e Exit, exited bool, err error) {
+	info, err := waitPidfd(pidfd, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG)
+	if err != nil {
+		return Exit{}, false, fmt.Errorf("waitid: %w", err)
+	}
+	if e, err = decodeSigchld(info[:]); err != nil {
+		return Exit{}, false, nil // WNOHANG, and it runs
+	}
+	return e, true, nil
+}
+
+// waitPidfd is waitid(P_PIDFD, pidfd, options), retried on EINTR, with the siginfo_t it filled
+// (128 bytes on every Linux).
+func waitPidfd(pidfd, options int) (info [128]byte, err error) {
+	for {
+		err = unix.Waitid(unix.P_PIDFD, pidfd, (*unix.Siginfo)(unsafe.Pointer(&info)), options, nil)
+		if err != unix.EINTR {
+			return info, err
+		}
+	}
 }
 
 // close ends the watch; a wait in progress returns an error.
