@@ -41,6 +41,21 @@ func TestGuardedSpawn(t *testing.T) {
 	require.NoError(t, h.Close())
 }
 
+// The guard is sent each environment as what differs from the last one: every tree still
+// gets exactly its own.
+func TestGuardedEnvironments(t *testing.T) {
+	svc := newService(t, subprocess.Config{Guard: true})
+	for _, env := range [][]string{{"A=1", "B=2"}, {"A=1"}, nil, {"B=3", "A=1", "C=4"}, {"A=1", "B=2"}} {
+		spec := sh(`env | grep -E '^(A|B|C)=' | sort | tr '\n' ' '`)
+		spec.Env = env
+		want := slices.Clone(env)
+		slices.Sort(want)
+		res := run(t, svc, spec)
+		assert.Equal(t, strings.Join(want, " "), strings.TrimSpace(string(res.Stdout.Tail)), "env %q", env)
+		assert.NotContains(t, string(run(t, svc, sh(`env`)).Stdout.Tail), "SUBKIT_HELPER", "the guard's own environment")
+	}
+}
+
 func TestGuardNeedsAHelper(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), hostModeVar+"=no-helper")

@@ -28,10 +28,11 @@ var ErrGone = errors.New("the guard process is gone")
 
 // Client is the host's end of a guard. It is safe for concurrent use.
 type Client struct {
-	conn *net.UnixConn
-	wmu  sync.Mutex    // serialises writes
-	done chan struct{} // closed once the guard process has exited
-	err  error         // how it exited, set before done is closed
+	conn    *net.UnixConn
+	wmu     sync.Mutex    // serialises writes, and guards lastEnv
+	lastEnv []string      // the environment of the last spawn sent: the guard keeps it too
+	done    chan struct{} // closed once the guard process has exited
+	err     error         // how it exited, set before done is closed
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -113,14 +114,26 @@ func (c *Client) Err() error {
 	}
 }
 
+// send sends m. A spawn's environment is sent as what differs from the last one's: the
+// Service's environment is the same for every tree but for the cookies at its end.
 func (c *Client) send(m *message, files []*os.File) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	env := m.Env
+	if m.Op == opSpawn {
+		for m.EnvKeep < min(len(env), len(c.lastEnv)) && env[m.EnvKeep] == c.lastEnv[m.EnvKeep] {
+			m.EnvKeep++
+		}
+		m.Env = env[m.EnvKeep:]
+	}
 	if err := send(c.conn, m, files); err != nil {
 		if gone := c.Err(); gone != nil {
 			return gone
 		}
 		return fmt.Errorf("guard: send: %w", err)
+	}
+	if m.Op == opSpawn {
+		c.lastEnv = env
 	}
 	return nil
 }

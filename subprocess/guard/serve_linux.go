@@ -49,6 +49,7 @@ type server struct {
 	exits   *posix.ExitSet // the leaders: started and not yet reaped at the host's request
 	adopted map[int]bool   // adopted processes announced to the host and not yet reaped
 	root    string         // the host's runtime root, removed when the host is gone
+	lastEnv []string       // the environment of the last spawn, which the next one is sent against
 	poke    chan struct{}  // a tree was started: look at the children soon
 }
 
@@ -175,7 +176,14 @@ func (s *server) spawn(m *message) {
 		s.write(&message{Op: opStarted, ID: m.ID, Errno: int(unix.EINVAL), Err: "spawn needs stdin, stdout and stderr"})
 		return
 	}
-	cmd := &exec.Cmd{Path: m.Path, Args: m.Args, Dir: m.Dir, Env: m.Env,
+	if m.EnvKeep < 0 || m.EnvKeep > len(s.lastEnv) {
+		s.write(&message{Op: opStarted, ID: m.ID, Errno: int(unix.EINVAL), Err: "spawn keeps more of the last environment than there was"})
+		return
+	}
+	env := make([]string, 0, m.EnvKeep+len(m.Env)) // never nil: nil would pass on the guard's own
+	env = append(append(env, s.lastEnv[:m.EnvKeep]...), m.Env...)
+	s.lastEnv = env
+	cmd := &exec.Cmd{Path: m.Path, Args: m.Args, Dir: m.Dir, Env: env,
 		Stdin: m.files[0], Stdout: m.files[1], Stderr: m.files[2]}
 	if m.Setsid {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: m.Setctty}

@@ -19,11 +19,12 @@ type message struct {
 	Path    string   `json:"path,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	Dir     string   `json:"dir,omitempty"`
-	Env     []string `json:"env,omitempty"`
-	Setsid  bool     `json:"setsid,omitempty"`  // a session of its own (with Setctty: stdin is its terminal)
-	Setctty bool     `json:"setctty,omitempty"` // else a process group of its own
-	Grace   int64    `json:"grace,omitempty"`   // hello: TERM-to-KILL grace in ns when the host is gone
-	Root    string   `json:"root,omitempty"`    // root: the host's runtime root, removed when the host is gone
+	Env     []string `json:"env,omitempty"`      // what follows the first EnvKeep entries
+	EnvKeep int      `json:"env_keep,omitempty"` // entries kept from the last spawn's environment
+	Setsid  bool     `json:"setsid,omitempty"`   // a session of its own (with Setctty: stdin is its terminal)
+	Setctty bool     `json:"setctty,omitempty"`  // else a process group of its own
+	Grace   int64    `json:"grace,omitempty"`    // hello: TERM-to-KILL grace in ns when the host is gone
+	Root    string   `json:"root,omitempty"`     // root: the host's runtime root, removed when the host is gone
 
 	// answers and reaping
 	Pid    int    `json:"pid,omitempty"`
