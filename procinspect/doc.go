@@ -10,7 +10,9 @@
 //   - Linux: starttime, field 22 of /proc/<pid>/stat, in clock ticks since
 //     boot. It is not converted to wall-clock time, because the boot time
 //     needed for that moves with NTP adjustments.
-//   - macOS: the process start time ps(1) prints as lstart, in Unix seconds.
+//   - macOS: p_starttime of the kernel's struct kinfo_proc, in microseconds
+//     since the Unix epoch: the calendar time the kernel recorded at fork,
+//     never changed after.
 //   - Windows (not yet implemented): the creation FILETIME.
 //
 // Tokens are comparable only on one host and, for a given pid, only with
@@ -28,9 +30,9 @@
 // On Linux the package reads /proc directly (see package
 // github.com/subkit/subkit/procinspect/linux): one directory listing and one
 // small read per process, many times cheaper than general-purpose libraries.
-// On macOS each Snapshot or Lookup runs one ps(1) (see package
-// github.com/subkit/subkit/procinspect/darwin). Elsewhere every call fails
-// with an error wrapping [ErrUnsupported].
+// On macOS each Snapshot, Lookup or Alive makes one sysctl kern.proc read, no
+// process spawned (see package github.com/subkit/subkit/procinspect/darwin).
+// Elsewhere every call fails with an error wrapping [ErrUnsupported].
 //
 // Everything here is a point-in-time reading: a process may exit, and its pid
 // be reused, right after it was read. Use Identity rather than pids to act on

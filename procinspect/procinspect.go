@@ -13,10 +13,11 @@ type Identity struct {
 	// Pid is the process id.
 	Pid int
 	// Start is the platform's raw start token: on Linux the starttime clock
-	// ticks since boot (field 22 of /proc/<pid>/stat), on macOS the ps lstart
-	// time in Unix seconds, on Windows the creation FILETIME. Only tokens read
-	// on the same host and platform are comparable; for processes related as
-	// parent and child, the child's token is never smaller.
+	// ticks since boot (field 22 of /proc/<pid>/stat), on macOS the kinfo_proc
+	// p_starttime in microseconds since the Unix epoch, on Windows the creation
+	// FILETIME. Only tokens read on the same host and platform are comparable;
+	// for processes related as parent and child, the child's token is never
+	// smaller.
 	Start uint64
 }
 
@@ -38,8 +39,8 @@ type Proc struct {
 	// Pgid is the process group id.
 	Pgid int
 	// Sid is the session id (the pid of the session leader). On macOS it is
-	// read with getsid(2) after the ps snapshot and is -1 when that failed
-	// (the process exited in between, or is a zombie).
+	// read with getsid(2) right after the process table and is -1 when that
+	// failed (the process exited in between, or is a zombie).
 	Sid int
 	// Tpgid is the foreground process group of the controlling terminal, or
 	// -1 (Linux) or 0 (macOS) when there is no controlling terminal.
@@ -50,9 +51,8 @@ type Proc struct {
 	Tty uint64
 	// Comm is the command name. On Linux it is the comm field of
 	// /proc/<pid>/stat (at most 15 bytes for user processes, and it may
-	// contain spaces and ')'); on macOS it is ps's comm column, usually the
-	// executable path, or the short name in parentheses when ps may not read
-	// the process's arguments.
+	// contain spaces and ')'); on macOS it is kinfo_proc's p_comm, the
+	// executable's name (not its path), at most 16 bytes.
 	Comm string
 	// Zombie is true for a process that has exited and waits to be reaped: it is in the table
 	// but cannot act or be killed.

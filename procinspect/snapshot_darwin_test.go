@@ -46,6 +46,7 @@ func TestDarwinSnapshotSelfAndChild(t *testing.T) {
 	child, ok := tab.Get(cmd.Process.Pid)
 	require.True(t, ok)
 	assert.Equal(t, os.Getpid(), child.PPid)
+	assert.Equal(t, "sleep", child.Comm)
 	assert.GreaterOrEqual(t, child.Start, self.Start)
 	assert.Contains(t, tab.Descendants(self.Identity), child)
 

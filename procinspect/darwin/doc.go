@@ -1,48 +1,41 @@
-// Package darwin reads the macOS process table with one ps(1) run.
+// Package darwin reads the macOS process table with one sysctl(3) kern.proc read.
 //
-// The parser ([Parse]) is plain Go and builds everywhere, so it is tested on
-// any OS against recorded macOS output in testdata/. The runner ([Snapshot],
-// [Lookup]) exists on darwin only.
+// The decoder ([Decode]) and the selection logic ([Pick], [Record.Is], [FillSessions])
+// are plain Go and build everywhere, so they are tested on any OS against kinfo_proc
+// records built byte by byte from the layout golang.org/x/sys/unix declares. The readers
+// ([Snapshot], [Lookup], [Alive]) exist on darwin only.
 //
-// # Columns
+// # The read
 //
-// Snapshot runs
+// Snapshot reads kern.proc.all and Lookup and Alive read kern.proc.pid.<pid>, each through
+// unix.SysctlKinfoProcSlice: one sysctl for the size and one for the records (again when
+// the table grew in between), no process spawned. The kernel answers with an array of
+// struct kinfo_proc, zombies included; for a pid that does not exist it answers with none.
+// Decode reads from each record:
 //
-//	/bin/ps -axww -o pid=,ppid=,pgid=,tpgid=,tdev=,state=,lstart=,comm=
+//   - p_pid, e_ppid (the current parent), e_pgid.
+//   - p_starttime, a struct timeval. Its microseconds since the Unix epoch are the start
+//     token of an Identity on macOS. The kernel takes it from the calendar clock once, at
+//     fork, and never changes it, so a token read twice is the same; unlike ps(1)'s
+//     lstart column (whole seconds, printed through the local time zone) it tells apart
+//     two processes that had the same pid within one second. Only a step of the wall
+//     clock backwards between a parent's fork and its child's can give a child a smaller
+//     token than its parent (which the tree walks of package procinspect then fence out).
+//   - p_stat: StatZombie for a process that exited and waits to be reaped.
+//   - e_tdev, the controlling terminal as a Darwin dev_t (major<<24 | minor), NODEV when
+//     there is none, and e_tpgid, its foreground process group.
+//   - p_comm: the executable's name, which the kernel keeps to 16 bytes (not its path).
 //
-// with the environment LC_ALL=C and TZ=UTC0, chosen as follows (keywords as
-// defined in Apple's adv_cmds ps/keyword.c):
-//
-//   - pid, ppid, pgid, tpgid: plain decimal ids.
-//   - tdev: the controlling terminal as "major/minor", or "??" when there is
-//     none. Parse re-encodes it as a Darwin dev_t (major<<24 | minor), the
-//     value stat(2) reports as st_rdev for the terminal device.
-//   - state: letters such as "Ss+"; the first letter is 'Z' for a zombie.
-//   - lstart: the start time, printed with strftime("%c", localtime(...)).
-//     LC_ALL=C fixes the format to "Mon Jan  2 15:04:05 2006" (day padded
-//     with a space) and TZ=UTC0 makes localtime UTC, so the value parses to
-//     the same Unix second on any machine. That second is the start token
-//     of an Identity on macOS. It has one-second resolution, which is
-//     enough: macOS hands out pids sequentially (wrapping at 99999), so a
-//     pid comes back within the same second only after the whole pid space
-//     has been cycled through.
-//   - comm: last, because it is the only column that may contain spaces
-//     (it is usually the full executable path, for instance
-//     "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"; for a
-//     process whose arguments ps may not read it is the short name in
-//     parentheses). ps escapes tabs and newlines in it (strvis), so one
-//     process is one line. -ww lifts the width limit so it is never cut.
-//
-// All headers are empty ("pid=" ...), so ps prints no header line; Parse
-// also skips one if a ps version prints it anyway.
+// Offsets are those of x/sys's KinfoProc, identical on amd64 and arm64; layout_darwin.go
+// checks each of them against that type at compile time, and the tests check them
+// against a field-for-field copy of its declaration.
 //
 // # Sessions
 //
-// macOS ps has no column holding a real session id: its sess keyword prints
-// the kernel's session pointer (format %lx), which the kernel redacts to 0,
-// and there is no sid keyword. Snapshot therefore fills Record.Sid after the
-// ps run by calling getsid(2) for each pid; on macOS getsid works for any pid
-// without privilege. A process that exited between the ps run and getsid
-// (or that getsid refuses, such as a zombie) keeps Sid == -1, meaning
-// unknown. That is one system call per process, no extra process spawned.
+// struct kinfo_proc holds no session id (its e_sess pointer is not filled in), so
+// Snapshot and Lookup fill Record.Sid right after the read by calling getsid(2) for each
+// live process; on macOS getsid works for any pid without privilege. A process that
+// exited in between (ESRCH), a zombie and pid 0 (kernel_task, for which getsid(0) would
+// answer about the caller) keep Sid == -1, meaning unknown. That is one system call per
+// process; Alive needs no session and makes none.
 package darwin
