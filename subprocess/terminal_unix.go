@@ -29,7 +29,7 @@ type Terminal struct {
 	start  time.Time
 	shell  procinspect.Identity
 	cookie *posix.Cookie
-	master *os.File // non-blocking, in the runtime poller
+	master *os.File // see ptyMaster: in the runtime poller, except on darwin
 	out    *collector
 	tree   *posix.Tree // the program's exit, without a thread blocked on it
 
@@ -56,9 +56,9 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		return nil, fail(fmt.Errorf("open pty: %w", err))
 	}
 	defer tty.Close()
-	// creack/pty leaves the master in blocking mode; a non-blocking duplicate joins the
-	// runtime poller, so read deadlines and Close can stop a pending Read.
-	master, err := pollable(ptm)
+	// How the master is read depends on the OS: see ptyMaster (terminal_master_unix.go,
+	// terminal_darwin.go).
+	master, err := ptyMaster(ptm)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -93,24 +93,6 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 	go t.out.pump(master, true)
 	go t.run()
 	return t, nil
-}
-
-func pollable(f *os.File) (*os.File, error) {
-	defer f.Close()
-	var fd int
-	var derr error
-	if err := posix.WithFd(f, func(raw int) { fd, derr = unix.Dup(raw) }); err != nil {
-		return nil, err
-	}
-	if derr != nil {
-		return nil, fmt.Errorf("dup pty master: %w", derr)
-	}
-	unix.CloseOnExec(fd)
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("pty master non-blocking: %w", err)
-	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
 func setSize(f *os.File, cols, rows int) error {
