@@ -51,6 +51,7 @@ type server struct {
 	root    string         // the host's runtime root, removed when the host is gone
 	lastEnv []string       // the environment of the last spawn, which the next one is sent against
 	poke    chan struct{}  // a tree was started: look at the children soon
+	broken  chan struct{}  // closed when exits can no longer be learnt
 }
 
 // Serve runs the guard on sock (its end of the socket pair) until the host is gone or asks it
@@ -74,7 +75,7 @@ func Serve(sock *os.File) int {
 	}
 	defer exits.Close()
 	s := &server{conn: c, grace: 3 * time.Second, exits: exits, adopted: map[int]bool{},
-		poke: make(chan struct{}, 1)}
+		poke: make(chan struct{}, 1), broken: make(chan struct{})}
 	msgs := make(chan *message)
 	gone := make(chan struct{}) // the host's end of the socket is closed: the host is gone
 	go s.read(msgs, gone)
@@ -105,6 +106,9 @@ func Serve(sock *os.File) int {
 			due = time.Now().Add(every)
 		case <-s.poke:
 			soon()
+		case <-s.broken: // the host would wait for exits forever: end it all, and say so by exiting
+			s.endAll()
+			return 3
 		case sig := <-sigs:
 			if sig == unix.SIGCHLD {
 				// Every leader's exit raises SIGCHLD too: the children are listed at most
@@ -225,8 +229,13 @@ func (s *server) spawn(m *message) {
 func (s *server) relayExits() {
 	for {
 		exits, err := s.exits.Wait()
+		if errors.Is(err, os.ErrClosed) {
+			return // the guard is exiting
+		}
 		if err != nil {
-			return // closed: the guard is exiting
+			fail(err)
+			close(s.broken)
+			return
 		}
 		pids := children()
 		s.mu.Lock()

@@ -80,11 +80,11 @@ func (s *ExitSet) Add(p *os.Process) error {
 }
 
 // Wait returns once at least one watched child has exited: those children, each reported once.
-// It returns an error once the set is closed.
+// Once the set is closed it returns an error wrapping os.ErrClosed.
 func (s *ExitSet) Wait() ([]Exited, error) {
 	rc, err := s.ep.SyscallConn()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("posix: wait for exits: %w", err)
 	}
 	var out []Exited
 	var events [64]unix.EpollEvent
@@ -115,6 +115,12 @@ func (s *ExitSet) Wait() ([]Exited, error) {
 		return len(out) > 0
 	})
 	if err != nil {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			err = os.ErrClosed
+		}
 		return nil, fmt.Errorf("posix: wait for exits: %w", err)
 	}
 	return out, nil

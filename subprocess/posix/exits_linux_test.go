@@ -1,6 +1,7 @@
 package posix_test
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -72,7 +73,7 @@ func TestExitSet(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // let it park in the poller; it returns either way
 	require.NoError(t, set.Close())
 	require.NoError(t, set.Close(), "closing twice is safe")
-	assert.Error(t, <-waited)
+	assert.ErrorIs(t, <-waited, os.ErrClosed)
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Start())
 	assert.Error(t, set.Add(cmd.Process), "a closed set takes nothing")
