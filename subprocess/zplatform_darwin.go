@@ -6,9 +6,9 @@ package subprocess
 const platformName = "macOS"
 
 const (
-	capSpawn     = levelFull // Spawn detached process trees, Terminate (TERM, grace, KILL), WaitForExit
-	capCollect   = levelFull // Stream dispositions, bounded tails, spill files, offset reads
-	capEnvScrub  = levelFull // Credential-scrubbed env, ResolveExecutable
-	capTerminals = levelFull // Terminals (pty), foreground groups
-	capInspect   = levelFull // Process inspection (procinspect)
+	capSpawn     = levelBestEffort // Spawn detached process trees, Terminate (TERM, grace, KILL), WaitForExit
+	capCollect   = levelBestEffort // Stream dispositions, bounded tails, spill files, offset reads
+	capEnvScrub  = levelBestEffort // Credential-scrubbed env, ResolveExecutable
+	capTerminals = levelBestEffort // Terminals (pty), foreground groups
+	capInspect   = levelBestEffort // Process inspection (procinspect)
 )

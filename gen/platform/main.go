@@ -55,23 +55,28 @@ func with(m map[string]Level, kv ...any) map[string]Level {
 
 var table = []capability{
 	{"capSpawn", "Spawn detached process trees, Terminate (TERM, grace, KILL), WaitForExit",
-		with(all(Full), "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
+		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
 		"POSIX: own process group, signals to -pgid. " +
+			"macOS (best effort until something runs it on a Mac): the same POSIX code, the leader's exit from a kqueue EVFILT_PROC, members found by sysctl kern.proc reads; compiled and vetted for darwin/amd64 and darwin/arm64, its tests built but not run. " +
 			"Windows (best effort; nothing runs on real Windows in CI): a job object per tree (started suspended, assigned, resumed; KILL_ON_JOB_CLOSE); Terminate sends CTRL_BREAK_EVENT to the tree's console group where the host has a console, then TerminateJobObject after the grace; WaitForExit counts the job's active processes. Where the job is refused: `taskkill /PID <pid> /T /F` behind a pid + creation-time fence, and only the direct child is watched. " +
 			"Tested on Linux through fakes of the OS calls and of the taskkill runner: job route, assign refused -> taskkill, taskkill success / not found / access denied (exit 128) / missing binary / timeout, identity changed -> no kill, resume failure, Ctrl-Break guards; the real Windows bindings are only compiled and vetted (windows/amd64, windows/arm64), and their Windows-only tests exist but no CI runner runs them. " +
 			"Other Unix: the POSIX code compiles but is not tested."},
 	{"capCollect", "Stream dispositions, bounded tails, spill files, offset reads",
-		with(all(Full), "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
-		"Portable code; tested on Linux only (Windows: compiled, not run)."},
+		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
+		"Portable code; tested on Linux only (Windows: compiled, not run)." +
+			" macOS: compiled, not run."},
 	{"capEnvScrub", "Credential-scrubbed env, ResolveExecutable",
-		with(all(Full), "windows", BestEffort, "other", Unsupported),
-		"Windows: case-insensitive names and PATHEXT; the Windows rules (merge, scrub, lookup, PATHEXT order, `;` PATH) are unit-tested on every OS, never on real Windows."},
+		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "other", Unsupported),
+		"Windows: case-insensitive names and PATHEXT; the Windows rules (merge, scrub, lookup, PATHEXT order, `;` PATH) are unit-tested on every OS, never on real Windows." +
+			" macOS: the POSIX rules, tested on Linux; compiled, not run on a Mac."},
 	{"capTerminals", "Terminals (pty), foreground groups",
-		with(all(Unsupported), "linux", Full, "darwin", Full, "otherunix", BestEffort),
-		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux. Windows: unsupported (no ConPTY backend)."},
+		with(all(Unsupported), "linux", Full, "darwin", BestEffort, "otherunix", BestEffort),
+		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux. Windows: unsupported (no ConPTY backend)." +
+			" macOS keeps the pty master blocking (under kqueue a non-blocking master makes reads spin, creack/pty #174): a read holds a thread, and one that a process outside the cleanup keeps open outlasts Close; compiled and vetted, its tests not run on a Mac."},
 	{"capInspect", "Process inspection (procinspect)",
-		with(all(Unsupported), "linux", Full, "darwin", Full),
-		"Linux reads /proc; macOS parses one `ps` snapshot (parser tested on Linux with recorded output)."},
+		with(all(Unsupported), "linux", Full, "darwin", BestEffort),
+		"Linux reads /proc; " +
+			"macOS makes one sysctl kern.proc read per snapshot, lookup or identity check (start token: p_starttime in microseconds) and reads sessions with getsid(2); the kinfo_proc decoder is tested on Linux with byte-level fixtures laid out as x/sys's KinfoProc, which the darwin build checks at compile time; nothing of it has run on a Mac."},
 }
 
 func main() {
