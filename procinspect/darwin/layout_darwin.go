@@ -13,12 +13,12 @@ import (
 // differs, one of the two subtractions is negative, which a uintptr constant cannot hold,
 // and this file does not compile.
 const (
-	_ = unix.SizeofKinfoProc - KinfoProcSize
-	_ = KinfoProcSize - unix.SizeofKinfoProc
+	_ = uintptr(unix.SizeofKinfoProc) - KinfoProcSize
+	_ = KinfoProcSize - uintptr(unix.SizeofKinfoProc)
 	_ = unsafe.Sizeof(unix.KinfoProc{}) - KinfoProcSize
 	_ = KinfoProcSize - unsafe.Sizeof(unix.KinfoProc{})
 
-	_ = unsafe.Offsetof(unix.KinfoProc{}.Proc) - 0
+	_ = 0 - unsafe.Offsetof(unix.KinfoProc{}.Proc)
 	_ = unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime) + unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime.Sec) - offStartSec
 	_ = offStartSec - unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime) - unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime.Sec)
 	_ = unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime) + unsafe.Offsetof(unix.KinfoProc{}.Proc.P_starttime.Usec) - offStartUsec
