@@ -16,11 +16,13 @@ test: deps fmt-check vet generate-check unit fuzz
 deps: tools
 	$(GO) mod download
 
-# gopls for the lsp tests, pinned (v0.23.0) in the separate module tools/gopls so that subkit's
-# own go.mod stays clean, built into ./.bin/gopls. The first build takes minutes; the build
-# cache makes later ones fast.
+# The language servers of the lsp tests, pinned, each skipped when present: gopls v0.23.0
+# (the separate module tools/gopls, so that subkit's own go.mod stays clean) built into
+# ./.bin/gopls; pyright, typescript-language-server and typescript 5 (tools/npm) installed with
+# npm ci into ./.bin/npm; Debian's clangd with apt-get when none is on PATH. A failed npm or
+# apt-get install is recorded in .bin/lsp-install/ and the tests of that server skip saying so.
 tools:
-	cd tools/gopls && $(GO) build -o ../../.bin/gopls golang.org/x/tools/gopls
+	GO=$(GO) bash tools/install-lsp-servers.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
