@@ -61,4 +61,5 @@ type exitInfo struct {
 	code   int    // -1 when a signal ended it or the status is unknown
 	signal string // "SIGKILL", ... or ""
 	err    error  // why the status is unknown, or nil
+	usage  Usage
 }

@@ -187,7 +187,8 @@ func (t posixTree) exited() <-chan struct{} { return t.t.Exited() }
 
 func (t posixTree) exit() exitInfo {
 	e, err := t.t.Exit()
-	x := exitInfo{code: e.Code, err: err}
+	x := exitInfo{code: e.Code, err: err,
+		usage: Usage{User: e.Usage.User, System: e.Usage.System, MaxRSS: e.Usage.MaxRSS}}
 	if e.Signal != 0 {
 		x.signal = unix.SignalName(e.Signal)
 	}

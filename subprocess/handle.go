@@ -26,6 +26,7 @@ type Result struct {
 	// timeout is never TimedOut.
 	TimedOut bool
 	Duration time.Duration
+	Usage    Usage // the leader's CPU time and peak memory, where the OS tells
 	// PipesHeld is true when descendants still held a collected output pipe open after the
 	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without
 	// waiting for them. Their output goes on into the same tail and spill, readable with
@@ -399,7 +400,7 @@ wait:
 	}
 
 	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
-		TimedOut: timedOut, PipesHeld: held}
+		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage}
 	if exit.err != nil {
 		h.svc.log.Warn("leader's exit status unknown", "pid", h.pid, "err", exit.err)
 	}

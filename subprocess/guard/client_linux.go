@@ -174,7 +174,8 @@ func (c *Client) read() {
 			}
 		case opExit:
 			if l, ok := c.leaders[m.Pid]; ok {
-				l.e = posix.Exit{Code: m.Code, Signal: syscall.Signal(m.Signal)}
+				l.e = posix.Exit{Code: m.Code, Signal: syscall.Signal(m.Signal), Usage: posix.Usage{
+					User: time.Duration(m.User), System: time.Duration(m.System), MaxRSS: m.MaxRSS}}
 				close(l.exited)
 				delete(c.leaders, m.Pid)
 			}

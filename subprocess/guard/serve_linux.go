@@ -241,7 +241,8 @@ func (s *server) relayExits() {
 		s.mu.Lock()
 		s.tend(pids, false)
 		for _, e := range exits {
-			s.write(&message{Op: opExit, Pid: e.Pid, Code: e.Code, Signal: int(e.Signal)})
+			s.write(&message{Op: opExit, Pid: e.Pid, Code: e.Code, Signal: int(e.Signal),
+				User: int64(e.Usage.User), System: int64(e.Usage.System), MaxRSS: e.Usage.MaxRSS})
 		}
 		s.mu.Unlock()
 	}

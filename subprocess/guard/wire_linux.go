@@ -33,6 +33,9 @@ type message struct {
 	Err    string `json:"err,omitempty"`
 	Code   int    `json:"code,omitempty"`
 	Signal int    `json:"signal,omitempty"`
+	User   int64  `json:"user,omitempty"`   // exit: CPU time in user mode, ns
+	System int64  `json:"system,omitempty"` // exit: CPU time in the kernel, ns
+	MaxRSS int64  `json:"maxrss,omitempty"` // exit: the largest resident set, bytes
 
 	files []*os.File // the descriptors that came with the message
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/subkit/subkit/procinspect"
 )
@@ -91,10 +93,14 @@ func exitOf(ps *os.ProcessState, err error) (Exit, error) {
 	if err != nil || ps == nil {
 		return Exit{Code: -1}, fmt.Errorf("wait for pid: %w", err)
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Exit{Code: -1, Signal: ws.Signal()}, nil
+	var u Usage
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		u = usage(ru.Utime.Nano(), ru.Stime.Nano(), int64(ru.Maxrss))
 	}
-	return Exit{Code: ps.ExitCode()}, nil
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Exit{Code: -1, Signal: ws.Signal(), Usage: u}, nil
+	}
+	return Exit{Code: ps.ExitCode(), Usage: u}, nil
 }
 
 // AwaitExit returns once the process id names has exited, or is not that process any more.
@@ -113,4 +119,13 @@ func AwaitExit(id procinspect.Identity) {
 			poll(ctx, alive)
 		}
 	}
+}
+
+// usage is a Usage from the fields of a struct rusage (CPU times in nanoseconds); ru_maxrss is
+// in KiB on Linux and in bytes on macOS.
+func usage(user, system, maxrss int64) Usage {
+	if runtime.GOOS != "darwin" {
+		maxrss *= 1024
+	}
+	return Usage{User: time.Duration(user), System: time.Duration(system), MaxRSS: maxrss}
 }

@@ -154,7 +154,7 @@ func (s *ExitSet) Reap(pid int) error {
 	if !ok {
 		return fmt.Errorf("posix: %d is not a child in the exit set", pid)
 	}
-	info, err := waitPidfd(fd, unix.WEXITED|unix.WNOHANG)
+	info, err := waitPidfd(fd, unix.WEXITED|unix.WNOHANG, nil)
 	if err != nil {
 		return fmt.Errorf("posix: reap %d: %w", pid, err)
 	}

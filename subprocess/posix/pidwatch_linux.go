@@ -60,7 +60,7 @@ func watchChild(p *os.Process) (w *pidWatch, owned bool, err error) {
 func (w *pidWatch) reap() error {
 	defer w.close()
 	var werr error
-	err := WithFd(w.f, func(fd int) { _, werr = waitPidfd(fd, unix.WEXITED) })
+	err := WithFd(w.f, func(fd int) { _, werr = waitPidfd(fd, unix.WEXITED, nil) })
 	if err = errors.Join(err, werr); err != nil {
 		return fmt.Errorf("waitid: %w", err)
 	}
@@ -114,24 +114,26 @@ func (w *pidWatch) exit() (Exit, error) {
 	return e, nil
 }
 
-// peekExit reads how the child behind pidfd ended, without reaping it; exited is false while
-// it runs.
+// peekExit reads how the child behind pidfd ended, and what it used, without reaping it;
+// exited is false while it runs.
 func peekExit(pidfd int) (e Exit, exited bool, err error) {
-	info, err := waitPidfd(pidfd, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG)
+	var ru unix.Rusage // with WNOWAIT too, the kernel fills it (the zombie's and its children's)
+	info, err := waitPidfd(pidfd, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, &ru)
 	if err != nil {
 		return Exit{}, false, fmt.Errorf("waitid: %w", err)
 	}
 	if e, err = decodeSigchld(info[:]); err != nil {
 		return Exit{}, false, nil // WNOHANG, and it runs
 	}
+	e.Usage = usage(ru.Utime.Nano(), ru.Stime.Nano(), ru.Maxrss)
 	return e, true, nil
 }
 
-// waitPidfd is waitid(P_PIDFD, pidfd, options), retried on EINTR, with the siginfo_t it filled
-// (128 bytes on every Linux).
-func waitPidfd(pidfd, options int) (info [128]byte, err error) {
+// waitPidfd is waitid(P_PIDFD, pidfd, options, ru), retried on EINTR, with the siginfo_t it
+// filled (128 bytes on every Linux).
+func waitPidfd(pidfd, options int, ru *unix.Rusage) (info [128]byte, err error) {
 	for {
-		err = unix.Waitid(unix.P_PIDFD, pidfd, (*unix.Siginfo)(unsafe.Pointer(&info)), options, nil)
+		err = unix.Waitid(unix.P_PIDFD, pidfd, (*unix.Siginfo)(unsafe.Pointer(&info)), options, ru)
 		if err != unix.EINTR {
 			return info, err
 		}

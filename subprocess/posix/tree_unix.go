@@ -19,6 +19,14 @@ import (
 type Exit struct {
 	Code   int            // the exit status; -1 when a signal ended the process
 	Signal syscall.Signal // the signal that ended the process, or 0
+	Usage  Usage          // zero where the status came without it (macOS's kqueue)
+}
+
+// Usage is what a process consumed, from its wait status: its own and that of the descendants
+// it waited for.
+type Usage struct {
+	User, System time.Duration // CPU time
+	MaxRSS       int64         // the largest resident set size of any of them, in bytes
 }
 
 // Tree is a spawned tree: the process group its leader leads, plus the processes that left

@@ -1,0 +1,86 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Usage is what the leader consumed, from its wait status: its own CPU time and peak memory,
+// and those of the descendants it waited for (as os.ProcessState reports them). It is zero
+// where the status came without it (macOS, Windows) or is unknown (Result.ExitErr).
+type Usage struct {
+	User   time.Duration // CPU time in user mode
+	System time.Duration // CPU time in the kernel
+	MaxRSS int64         // the largest resident set size of the leader or one of those descendants, in bytes
+}
+
+// Success reports whether the leader exited with status 0 on its own: no signal, no timeout,
+// and a known status.
+func (r Result) Success() bool {
+	return r.ExitCode == 0 && r.Signal == "" && r.ExitErr == nil && !r.TimedOut
+}
+
+// Err is nil when the run succeeded (Success), else an *ExitError that says how it ended, for
+// callers that treat a failed program as an error (as os/exec's Run does).
+func (r Result) Err() error {
+	if r.Success() {
+		return nil
+	}
+	return &ExitError{Result: r}
+}
+
+// ExitError is a run that did not succeed: a non-zero status, a signal, a timeout, or an
+// unknown status. Its Result has the rest (output tails included).
+type ExitError struct {
+	Result Result
+}
+
+func (e *ExitError) Error() string {
+	r := e.Result
+	var s string
+	switch {
+	case r.ExitErr != nil:
+		s = "exit status unknown: " + r.ExitErr.Error()
+	case r.Signal != "":
+		s = "signal: " + r.Signal
+	default:
+		s = fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+	if r.TimedOut {
+		s = "timed out after " + r.Duration.Round(time.Millisecond).String() + " (" + s + ")"
+	}
+	return s
+}
+
+// Unwrap returns the reason the status is unknown, when it is.
+func (e *ExitError) Unwrap() error { return e.Result.ExitErr }
+
+// Run spawns spec on svc, waits for its result and closes the handle: the common case in one
+// call. Its error is the spawn's or the wait's (ctx ended: the tree is terminated first, and
+// the Result is what was collected until then); a program that failed is not an error here
+// (see Result.Err).
+func Run(ctx context.Context, svc *Service, spec Spec) (Result, error) {
+	if err := checkCtx("run", spec.Path, ctx); err != nil {
+		return Result{}, err
+	}
+	h, err := svc.Spawn(ctx, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	res, werr := h.Wait(ctx)
+	cerr := h.Close()
+	if werr != nil {
+		select {
+		case <-h.Done(): // Close settled it: return what it had
+			res, _ = h.Wait(context.Background())
+		default:
+		}
+		return res, werr
+	}
+	if cerr != nil && !errors.Is(cerr, ErrClosed) {
+		return res, cerr
+	}
+	return res, nil
+}

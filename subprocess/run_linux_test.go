@@ -1,0 +1,73 @@
+package subprocess_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+func TestRunAndExitError(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	res, err := subprocess.Run(context.Background(), svc, sh(`echo hi`))
+	require.NoError(t, err)
+	assert.True(t, res.Success())
+	assert.NoError(t, res.Err())
+	assert.Equal(t, "hi\n", string(res.Stdout.Tail))
+
+	res, err = subprocess.Run(context.Background(), svc, sh(`echo oops >&2; exit 3`))
+	require.NoError(t, err, "a failed program is no error of Run")
+	assert.False(t, res.Success())
+	var ee *subprocess.ExitError
+	require.ErrorAs(t, res.Err(), &ee)
+	assert.Equal(t, "exit status 3", ee.Error())
+	assert.Equal(t, "oops\n", string(ee.Result.Stderr.Tail))
+
+	res, err = subprocess.Run(context.Background(), svc, sh(`kill -KILL $$`))
+	require.NoError(t, err)
+	assert.EqualError(t, res.Err(), "signal: SIGKILL")
+
+	spec := sh(`sleep 1000`)
+	spec.Timeout = 50 * time.Millisecond
+	res, err = subprocess.Run(context.Background(), svc, spec)
+	require.NoError(t, err)
+	assert.True(t, res.TimedOut)
+	assert.Contains(t, res.Err().Error(), "timed out after")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	res, err = subprocess.Run(ctx, svc, sh(`echo started; exec sleep 1000`))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, "SIGTERM", res.Signal, "the tree was terminated and its result returned")
+	assert.Equal(t, "started\n", string(res.Stdout.Tail))
+
+	_, err = subprocess.Run(nil, svc, sh(`true`)) //nolint:staticcheck // the nil context is the test
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	_, err = subprocess.Run(context.Background(), nil, sh(`true`))
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+}
+
+// Usage comes from the leader's wait status, locally and through the guard.
+func TestRunUsage(t *testing.T) {
+	for _, guard := range []bool{false, true} {
+		svc := newService(t, subprocess.Config{Guard: guard})
+		// 64 MiB touched, and CPU spent in user mode until it shows.
+		res, err := subprocess.Run(context.Background(), svc, subprocess.Spec{Path: "python3", Args: []string{"-c",
+			`import time, resource
+b = bytearray(64 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 0.05: pass`}})
+		require.NoError(t, err)
+		require.NoError(t, res.Err(), "guard %v: %s", guard, res.Stderr.Tail)
+		assert.GreaterOrEqual(t, res.Usage.MaxRSS, int64(64<<20), "guard %v", guard)
+		assert.GreaterOrEqual(t, res.Usage.User, 50*time.Millisecond, "guard %v", guard)
+		assert.Less(t, res.Usage.MaxRSS, int64(1<<30), "guard %v: KiB taken for bytes", guard)
+	}
+	var ee *subprocess.ExitError
+	assert.False(t, errors.As(subprocess.Result{}.Err(), &ee), "a zero Result is a success")
+}
