@@ -13,7 +13,11 @@ import (
 type Usage struct {
 	User   time.Duration // CPU time in user mode
 	System time.Duration // CPU time in the kernel
-	MaxRSS int64         // the largest resident set size of the leader or one of those descendants, in bytes
+	// MaxRSS is the largest resident set size of the leader or one of those descendants, in
+	// bytes, as the kernel counts it. On Linux it is never below the size of the process that
+	// forked the leader (os/exec's vfork shares that process's memory until exec, and exec
+	// keeps its high-water mark): the host's, or the guard's (about 9 MiB) with Config.Guard.
+	MaxRSS int64
 }
 
 // Success reports whether the leader exited with status 0 on its own: no signal, no timeout,

@@ -50,6 +50,8 @@ func TestExitSet(t *testing.T) {
 		for _, e := range exits {
 			_, dup := got[e.Pid]
 			require.False(t, dup, "pid %d reported twice", e.Pid)
+			assert.Positive(t, e.Usage.MaxRSS, "the wait status's resource usage")
+			e.Usage = posix.Usage{}
 			got[e.Pid] = e.Exit
 		}
 	}

@@ -70,6 +70,7 @@ func TestTreeSignalAliveAndLatch(t *testing.T) {
 	assert.False(t, tr.Alive())
 	e, err := tr.Exit()
 	require.NoError(t, err)
+	e.Usage = posix.Usage{}
 	assert.Equal(t, posix.Exit{Code: -1, Signal: syscall.SIGKILL}, e)
 	// Once seen empty, the group is never signalled again, and that is not an error.
 	require.NoError(t, tr.Signal(syscall.SIGTERM))
@@ -82,6 +83,8 @@ func TestTreeHoldsTheLeaderUntilTheGroupIsEmpty(t *testing.T) {
 	within(t, tr.Exited(), 5*time.Second, "leader exit")
 	e, err := tr.Exit()
 	require.NoError(t, err)
+	assert.Positive(t, e.Usage.MaxRSS, "the wait status's resource usage")
+	e.Usage = posix.Usage{}
 	assert.Equal(t, posix.Exit{Code: 3}, e)
 	p, err := procinspect.Lookup(context.Background(), pid)
 	require.NoError(t, err, "the leader is held while its group has a live member")
