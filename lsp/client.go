@@ -56,8 +56,17 @@ type Client struct {
 	serverReqs map[string]context.CancelFunc
 
 	diagMu       sync.Mutex
-	diags        map[string][]Diagnostic
-	diagsChanged chan struct{} // closed and replaced on every publish
+	diags        map[string]DiagnosticSet
+	diagsChanged chan struct{} // closed and replaced on every publish or pulled set
+	lastPublish  time.Time     // arrival of the last publishDiagnostics, for WaitQuiet
+
+	docSem   chan struct{} // held while a document notification or a pull is handed over
+	docMu    sync.Mutex    // guards docs, versions, regs; never held while sending
+	docs     map[string]*Document
+	versions map[string]int          // last version used per URI, across close and re-open
+	regs     map[string]registration // dynamic registrations, by id
+	sync     syncOptions
+	enc      PositionEncoding
 
 	reqCtx       context.Context // parent of the server-request handlers' contexts
 	cancelReq    context.CancelFunc
@@ -173,7 +182,9 @@ func newClient(cfg Config, h *subprocess.Handle) *Client {
 		stdin: h.Stdin(), stdout: h.Stdout(),
 		out: make(chan outgoing), cancels: make(chan int64, cancelQueue),
 		pending: map[int64]chan reply{}, serverReqs: map[string]context.CancelFunc{},
-		diags: map[string][]Diagnostic{}, diagsChanged: make(chan struct{}),
+		diags: map[string]DiagnosticSet{}, diagsChanged: make(chan struct{}),
+		docSem: make(chan struct{}, 1), docs: map[string]*Document{}, versions: map[string]int{},
+		regs:         map[string]registration{},
 		handlersDone: make(chan struct{}), stop: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}),
 		dispatchDone: make(chan struct{}), done: make(chan struct{}),
@@ -216,9 +227,15 @@ func (c *Client) initialize(ctx context.Context) error {
 		InitializationOptions: c.cfg.InitializationOptions, Capabilities: c.cfg.Capabilities,
 		Trace: "off", WorkspaceFolders: c.folders(),
 	}
-	if err := c.Call(ctx, "initialize", params, &c.init); err != nil {
+	var raw json.RawMessage
+	if err := c.Call(ctx, "initialize", params, &raw); err != nil {
 		return err
 	}
+	if err := json.Unmarshal(raw, &c.init); err != nil {
+		return fmt.Errorf("lsp: initialize: decode result: %w", err)
+	}
+	c.sync = parseSync(c.init.Capabilities)
+	c.enc = negotiatedEncoding(raw)
 	return c.Notify(ctx, "initialized", struct{}{})
 }
 
@@ -275,27 +292,60 @@ func (c *Client) Err() error {
 // the call waits fails it at once with the connection's error (a *ServerExitError, a
 // *ConnError, or ErrClosed).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if err := c.usable(ctx, method); err != nil {
+		return err
+	}
+	p, _, err := c.startCall(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return p.await(ctx, result)
+}
+
+// pendingCall is a request written to the server, waiting for its answer.
+type pendingCall struct {
+	c      *Client
+	id     int64
+	method string
+	ch     chan reply
+}
+
+// startCall writes a request and returns without waiting for its answer. handedOver says
+// whether the request reached the writer (it then goes out whole even when err is ctx's).
+func (c *Client) startCall(ctx context.Context, method string, params any) (p *pendingCall, handedOver bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lsp: %s: %w", method, err)
+		return nil, false, fmt.Errorf("lsp: %s: %w", method, err)
 	}
 	id := c.nextID.Add(1)
 	req := wireRequest{JSONRPC: "2.0", ID: &id, Method: method}
 	body, err := encode(req, params)
 	if err != nil {
-		return fmt.Errorf("lsp: %s: encode params: %w", method, err)
+		return nil, false, fmt.Errorf("lsp: %s: encode params: %w", method, err)
 	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.failed != nil {
 		c.mu.Unlock()
-		return c.failed
+		return nil, false, c.failed
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.send(ctx, method, body); err != nil {
+	if handedOver, err := c.send(ctx, method, body); err != nil {
 		c.forget(id)
-		return err
+		if handedOver { // it goes out anyway: tell the server not to bother
+			select {
+			case c.cancels <- id:
+			default:
+			}
+		}
+		return nil, handedOver, err
 	}
+	return &pendingCall{c: c, id: id, method: method, ch: ch}, true, nil
+}
+
+// await waits for the answer of p.
+func (p *pendingCall) await(ctx context.Context, result any) error {
+	c, id, method, ch := p.c, p.id, p.method, p.ch
 	select {
 	case r := <-ch:
 		switch {
@@ -323,20 +373,41 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 // Notify sends a notification. It returns once the message is written to the server's
 // stdin, or with ctx's error (the message may still go out whole: frames are never cut).
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	if err := c.usable(ctx, method); err != nil {
+		return err
+	}
+	_, err := c.notify(ctx, method, params)
+	return err
+}
+
+// notify sends a notification; handedOver says whether it reached the writer (it then goes
+// out whole even when err is ctx's).
+func (c *Client) notify(ctx context.Context, method string, params any) (handedOver bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lsp: %s: %w", method, err)
+		return false, fmt.Errorf("lsp: %s: %w", method, err)
 	}
 	body, err := encode(wireRequest{JSONRPC: "2.0", Method: method}, params)
 	if err != nil {
-		return fmt.Errorf("lsp: %s: encode params: %w", method, err)
+		return false, fmt.Errorf("lsp: %s: encode params: %w", method, err)
 	}
 	c.mu.Lock()
 	failed := c.failed
 	c.mu.Unlock()
 	if failed != nil {
-		return failed
+		return false, failed
 	}
 	return c.send(ctx, method, body)
+}
+
+// usable checks the receiver and ctx of an exported method.
+func (c *Client) usable(ctx context.Context, op string) error {
+	switch {
+	case c == nil || c.h == nil:
+		return fmt.Errorf("lsp: %s: not a Client from Start (%w)", op, subprocess.ErrInvalid)
+	case ctx == nil:
+		return fmt.Errorf("lsp: %s: nil context (%w)", op, subprocess.ErrInvalid)
+	}
+	return nil
 }
 
 func encode(req wireRequest, params any) ([]byte, error) {
@@ -356,26 +427,27 @@ func (c *Client) forget(id int64) {
 	c.mu.Unlock()
 }
 
-// send hands body to the writer and waits until it is written.
-func (c *Client) send(ctx context.Context, method string, body []byte) error {
+// send hands body to the writer and waits until it is written. handedOver says whether the
+// writer took it: it then goes out whole, unless the write itself fails.
+func (c *Client) send(ctx context.Context, method string, body []byte) (handedOver bool, err error) {
 	done := make(chan error, 1)
 	select {
 	case c.out <- outgoing{body: body, done: done}:
 	case <-ctx.Done():
-		return fmt.Errorf("lsp: %s: %w", method, ctx.Err())
+		return false, fmt.Errorf("lsp: %s: %w", method, ctx.Err())
 	case <-c.done:
-		return c.final
+		return false, c.final
 	case <-c.stop:
-		return ErrClosed
+		return false, ErrClosed
 	}
 	select {
 	case err := <-done:
 		if err != nil {
-			return c.writeFailed(ctx, err)
+			return false, c.writeFailed(ctx, err)
 		}
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return fmt.Errorf("lsp: %s: %w", method, ctx.Err())
+		return true, fmt.Errorf("lsp: %s: %w (the message is still written whole)", method, ctx.Err())
 	}
 }
 
@@ -526,6 +598,10 @@ func (c *Client) dispatch() {
 
 // serveRequest answers a server-to-client request on a goroutine of its own.
 func (c *Client) serveRequest(m wireMessage) {
+	switch m.Method {
+	case "client/registerCapability", "client/unregisterCapability":
+		c.trackRegistrations(m.Method, m.Params)
+	}
 	fn := c.handlers[m.Method]
 	key := string(m.ID)
 	ctx, cancel := context.WithCancel(c.reqCtx)
@@ -548,7 +624,7 @@ func (c *Client) serveRequest(m wireMessage) {
 		c.mu.Unlock()
 		cancel()
 		body := encodeResponse(m.ID, result, err, cancelled)
-		if err := c.send(c.reqCtx, m.Method, body); err != nil {
+		if _, err := c.send(c.reqCtx, m.Method, body); err != nil {
 			c.log.Debug("lsp: answer to a server request not sent", "method", m.Method, "err", err)
 		}
 	}()

@@ -18,6 +18,7 @@ const (
 	DefaultMaxFrameBytes     = framing.DefaultMaxSize // 64 MiB
 	DefaultShutdownTimeout   = 5 * time.Second
 	DefaultNotificationQueue = 4096
+	DefaultUnversionedSettle = 300 * time.Millisecond
 )
 
 // RequestHandler answers a request the server sends to the client. It runs on a goroutine of
@@ -47,8 +48,20 @@ type Config struct {
 	// InitializationOptions is sent as initialize's initializationOptions (omitted when nil).
 	InitializationOptions any
 	// Capabilities replaces the client capabilities sent in initialize; nil means
-	// DefaultCapabilities().
+	// DefaultCapabilities() (with workspace.applyEdit true when Handlers answers
+	// workspace/applyEdit).
 	Capabilities json.RawMessage
+	// PositionEncodings, when set, are the position encodings offered to the server, in order
+	// of preference (general.positionEncodings, and clangd's offsetEncoding); the server picks
+	// one and Client.PositionEncoding says which. Nil offers UTF-16 only, the protocol's
+	// default. Every Position the client takes or returns (Change ranges, diagnostics,
+	// hovers) counts characters in the negotiated encoding; OffsetToPosition and
+	// PositionToOffset convert.
+	PositionEncodings []PositionEncoding
+	// UnversionedSettle is how long a set of diagnostics published without a version must be
+	// left alone before Diagnostics takes it as the answer for the version current when it
+	// arrived; 0 means DefaultUnversionedSettle. Servers that name versions do not wait.
+	UnversionedSettle time.Duration
 
 	// OnNotification receives every notification from the server except $/cancelRequest, in
 	// arrival order, on one goroutine of its own: it never runs on the reader, so a slow
@@ -62,8 +75,11 @@ type Config struct {
 	NotificationQueue int
 	// Handlers answer server-to-client requests, by method, over the defaults
 	// (workspace/configuration, window/workDoneProgress/create, client/registerCapability,
-	// client/unregisterCapability, workspace/workspaceFolders, window/showMessageRequest).
-	// A nil entry removes a default; a method without a handler gets MethodNotFound.
+	// client/unregisterCapability, workspace/workspaceFolders, window/showMessageRequest,
+	// window/showDocument, the workspace/*/refresh requests, and workspace/applyEdit, which is
+	// answered {applied: false, failureReason} because the client applies no edits). A nil
+	// entry removes a default; a method without a handler gets MethodNotFound. The client
+	// records dynamic registrations (pull diagnostics) before any handler runs.
 	Handlers map[string]RequestHandler
 
 	// MaxFrameBytes caps the body of one message from the server; a larger frame fails the
@@ -74,7 +90,11 @@ type Config struct {
 	// that size, in a private spill file.
 	StderrTailBytes  int
 	StderrSpillBytes int64
-	// ShutdownTimeout bounds the shutdown request; 0 means DefaultShutdownTimeout.
+	// ShutdownTimeout bounds the wait for the answer to the shutdown request; 0 means
+	// DefaultShutdownTimeout (5s). A server that never answers (hung, or reading no input)
+	// takes ShutdownTimeout, then Grace for the tree to leave after exit and end of stdin,
+	// then Grace between SIGTERM and SIGKILL: 11s with the defaults. `subkit lsp
+	// --shutdown-timeout` sets it.
 	ShutdownTimeout time.Duration
 	// Grace is how long Shutdown waits for the server to leave after exit, and the
 	// SIGTERM-to-SIGKILL grace of its termination; 0 means subprocess.DefaultGrace.
@@ -90,8 +110,8 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 		return c, invalid("Path", "no server program given")
 	case c.MaxFrameBytes < 0, c.StderrTailBytes < 0, c.StderrSpillBytes < 0, c.NotificationQueue < 0:
 		return c, invalid("MaxFrameBytes/StderrTailBytes/StderrSpillBytes/NotificationQueue", "negative; use 0 for the default")
-	case c.ShutdownTimeout < 0, c.Grace < 0:
-		return c, invalid("ShutdownTimeout/Grace", "negative; use 0 for the default")
+	case c.ShutdownTimeout < 0, c.Grace < 0, c.UnversionedSettle < 0:
+		return c, invalid("ShutdownTimeout/Grace/UnversionedSettle", "negative; use 0 for the default")
 	case c.Capabilities != nil && !json.Valid(c.Capabilities):
 		return c, invalid("Capabilities", "not valid JSON")
 	}
@@ -118,13 +138,53 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 	if c.Grace == 0 {
 		c.Grace = subprocess.DefaultGrace
 	}
+	for _, e := range c.PositionEncodings {
+		if e == "" || e.check() != nil {
+			return c, invalid("PositionEncodings", fmt.Sprintf("%q: want %q, %q or %q", string(e), UTF8, UTF16, UTF32))
+		}
+	}
+	if c.UnversionedSettle == 0 {
+		c.UnversionedSettle = DefaultUnversionedSettle
+	}
 	if c.Capabilities == nil {
 		c.Capabilities = DefaultCapabilities()
+		if c.Handlers["workspace/applyEdit"] != nil {
+			c.Capabilities = patchCapabilities(c.Capabilities, []string{"workspace", "applyEdit"}, true)
+		}
+	}
+	if c.PositionEncodings != nil {
+		c.Capabilities = patchCapabilities(c.Capabilities, []string{"general", "positionEncodings"}, c.PositionEncodings)
+		// clangd's pre-standard form, the only one clangd 14 reads.
+		c.Capabilities = patchCapabilities(c.Capabilities, []string{"offsetEncoding"}, c.PositionEncodings)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// patchCapabilities sets the member at path of the capabilities object caps to v (caps is
+// valid JSON: withDefaults checked it); objects on the way are created.
+func patchCapabilities(caps json.RawMessage, path []string, v any) json.RawMessage {
+	var root map[string]any
+	if json.Unmarshal(caps, &root) != nil || root == nil {
+		root = map[string]any{}
+	}
+	m := root
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+	b, err := json.Marshal(root)
+	if err != nil {
+		return caps
+	}
+	return b
 }
 
 func invalid(field, msg string) error {
@@ -133,9 +193,9 @@ func invalid(field, msg string) error {
 
 // DefaultCapabilities returns the client capabilities sent when Config.Capabilities is nil:
 // configuration and workspace folders, dynamic registration of didChangeConfiguration,
-// work-done progress, markdown hovers and documentation, diagnostics with related
-// information, versions and tags, and UTF-16 positions. The client never applies edits, so
-// applyEdit is false.
+// work-done progress, markdown hovers and documentation, published diagnostics with related
+// information, versions and tags, pull diagnostics (textDocument/diagnostic, also by dynamic
+// registration), and UTF-16 positions. The client applies no edits, so applyEdit is false.
 func DefaultCapabilities() json.RawMessage {
 	return json.RawMessage(`{
   "general": {"positionEncodings": ["utf-16"]},
@@ -162,6 +222,7 @@ func DefaultCapabilities() json.RawMessage {
     "codeAction": {"dynamicRegistration": false, "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["", "quickfix", "refactor", "refactor.extract", "refactor.inline", "refactor.rewrite", "source", "source.organizeImports"]}}},
     "formatting": {"dynamicRegistration": false},
     "rename": {"dynamicRegistration": false, "prepareSupport": true},
+    "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
     "publishDiagnostics": {"relatedInformation": true, "versionSupport": true, "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true}
   }
 }`)

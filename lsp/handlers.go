@@ -16,10 +16,27 @@ func (c *Client) defaultHandlers() map[string]RequestHandler {
 		"client/registerCapability":      null,
 		"client/unregisterCapability":    null,
 		"window/showMessageRequest":      null,
+		"window/showDocument": func(context.Context, json.RawMessage) (any, error) {
+			return map[string]bool{"success": false}, nil
+		},
+		"workspace/diagnostic/refresh":     null,
+		"workspace/semanticTokens/refresh": null,
+		"workspace/inlayHint/refresh":      null,
+		"workspace/codeLens/refresh":       null,
+		"workspace/applyEdit": func(context.Context, json.RawMessage) (any, error) {
+			return ApplyEditResult{Applied: false, FailureReason: "this client applies no edits (install a handler for workspace/applyEdit in lsp.Config.Handlers to apply them)"}, nil
+		},
 		"workspace/workspaceFolders": func(context.Context, json.RawMessage) (any, error) {
 			return c.folders(), nil
 		},
 	}
+}
+
+// ApplyEditResult is the answer to workspace/applyEdit.
+type ApplyEditResult struct {
+	Applied       bool   `json:"applied"`
+	FailureReason string `json:"failureReason,omitempty"`
+	FailedChange  *int   `json:"failedChange,omitempty"`
 }
 
 // configuration answers workspace/configuration from Config.Settings, one result per item.

@@ -1,26 +1,21 @@
 package lsp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // The few LSP types the Client's helpers use. Anything else goes through Call and Notify with
 // the caller's own types.
 
-// Position is a zero-based line and a zero-based character offset in UTF-16 code units (the
-// LSP default position encoding).
+// Position is a zero-based line and a zero-based character offset in the units of the
+// negotiated PositionEncoding (UTF-16 code units unless the server chose another).
 type Position struct {
 	Line      int `json:"line"`
 	Character int `json:"character"`
@@ -142,97 +137,17 @@ func markedText(raw json.RawMessage) string {
 	return obj.Value
 }
 
-// DidOpen sends textDocument/didOpen.
-func (c *Client) DidOpen(ctx context.Context, doc TextDocumentItem) error {
-	return c.Notify(ctx, "textDocument/didOpen", map[string]any{"textDocument": doc})
-}
-
-// OpenFile reads the file at path (relative paths are taken against the workspace root),
-// opens it with version 1 and the language id LanguageID gives, and returns its URI.
-func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(c.cfg.Root, path)
-	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("lsp: open %s: %w", path, err)
-	}
-	uri := FileURI(path)
-	return uri, c.DidOpen(ctx, TextDocumentItem{URI: uri, LanguageID: LanguageID(path), Version: 1, Text: string(text)})
-}
-
-// Hover sends textDocument/hover; a server with nothing to say gives (nil, nil).
+// Hover sends textDocument/hover; a server with nothing to say gives (nil, nil). pos counts
+// characters in the negotiated PositionEncoding.
 func (c *Client) Hover(ctx context.Context, uri string, pos Position) (*Hover, error) {
+	if err := c.usable(ctx, "textDocument/hover"); err != nil {
+		return nil, err
+	}
 	var h *Hover
 	err := c.Call(ctx, "textDocument/hover", map[string]any{
 		"textDocument": map[string]string{"uri": uri}, "position": pos,
 	}, &h)
 	return h, err
-}
-
-func (c *Client) storeDiagnostics(params json.RawMessage) {
-	var p struct {
-		URI         string       `json:"uri"`
-		Diagnostics []Diagnostic `json:"diagnostics"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
-		c.log.Warn("lsp: ignoring unreadable textDocument/publishDiagnostics", "err", err)
-		return
-	}
-	if p.Diagnostics == nil {
-		p.Diagnostics = []Diagnostic{}
-	}
-	c.diagMu.Lock()
-	c.diags[p.URI] = p.Diagnostics
-	close(c.diagsChanged)
-	c.diagsChanged = make(chan struct{})
-	c.diagMu.Unlock()
-}
-
-// Diagnostics returns the diagnostics the server last published for uri, and whether it has
-// published any for it.
-func (c *Client) Diagnostics(uri string) ([]Diagnostic, bool) {
-	c.diagMu.Lock()
-	defer c.diagMu.Unlock()
-	d, ok := c.diags[uri]
-	return slices.Clone(d), ok
-}
-
-// AllDiagnostics returns the last published diagnostics of every URI the server published
-// for (an empty list when it cleared them).
-func (c *Client) AllDiagnostics() map[string][]Diagnostic {
-	c.diagMu.Lock()
-	defer c.diagMu.Unlock()
-	out := make(map[string][]Diagnostic, len(c.diags))
-	for u, d := range c.diags {
-		out[u] = slices.Clone(d)
-	}
-	return out
-}
-
-// WaitDiagnostics waits until the diagnostics last published for uri satisfy ok (nil: any
-// publication), and returns them. It fails with ctx's error, or with the connection's error
-// when the server ends first.
-func (c *Client) WaitDiagnostics(ctx context.Context, uri string, ok func([]Diagnostic) bool) ([]Diagnostic, error) {
-	for {
-		c.diagMu.Lock()
-		d, have := c.diags[uri]
-		changed := c.diagsChanged
-		c.diagMu.Unlock()
-		if have && (ok == nil || ok(d)) {
-			return slices.Clone(d), nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("lsp: waiting for diagnostics of %s: %w", uri, ctx.Err())
-		case <-c.done:
-			if d, have := c.Diagnostics(uri); have && (ok == nil || ok(d)) {
-				return d, nil
-			}
-			return nil, c.final
-		}
-	}
 }
 
 // FileURI returns the file:// URI of an absolute path.
@@ -306,39 +221,15 @@ func LanguageID(path string) string {
 	return ext
 }
 
-// ErrPosition is wrapped by PositionFor's errors.
+// ErrPosition is wrapped by the errors of the position helpers (PositionFor, PositionIn,
+// OffsetToPosition, PositionToOffset, CharacterColumn) and of a Change whose range is not in
+// the document.
 var ErrPosition = errors.New("lsp: position outside the text")
 
 // PositionFor converts a 1-based line and 1-based byte column (as compilers print them) in
-// text to an LSP Position (UTF-16 characters). col may be one past the end of the line.
+// text to an LSP Position in UTF-16 units (the protocol's default encoding; PositionIn takes
+// the encoding, Client.PositionEncoding says which one the server negotiated). col may be one
+// past the end of the line.
 func PositionFor(text []byte, line, col int) (Position, error) {
-	if line < 1 || col < 1 {
-		return Position{}, fmt.Errorf("%w: line %d, column %d: both start at 1", ErrPosition, line, col)
-	}
-	rest := text
-	for i := 1; i < line; i++ {
-		j := bytes.IndexByte(rest, '\n')
-		if j < 0 {
-			return Position{}, fmt.Errorf("%w: line %d of %d", ErrPosition, line, i)
-		}
-		rest = rest[j+1:]
-	}
-	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	rest = bytes.TrimSuffix(rest, []byte("\r"))
-	if col-1 > len(rest) {
-		return Position{}, fmt.Errorf("%w: column %d of line %d, which has %d bytes", ErrPosition, col, line, len(rest))
-	}
-	prefix, char := rest[:col-1], 0
-	for len(prefix) > 0 {
-		r, n := utf8.DecodeRune(prefix)
-		prefix = prefix[n:]
-		if n := utf16.RuneLen(r); n > 0 {
-			char += n
-		} else {
-			char++
-		}
-	}
-	return Position{Line: line - 1, Character: char}, nil
+	return PositionIn(text, line, col, UTF16)
 }

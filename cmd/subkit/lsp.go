@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,56 +13,76 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/lsp"
 	"github.com/subkit/subkit/subprocess"
 )
 
-const lspUsage = `usage: subkit lsp [--root DIR] [--open FILE]... [--hover FILE:LINE:COL] [--wait DUR]
-                  [--settings JSON] [--timeout DUR] [--grace DUR] [--json] -- SERVER [ARGS...]
+const lspUsage = `usage: subkit lsp [--root DIR] [--open FILE]... [--edit FILE=NEWTEXTFILE]... [--hover FILE:LINE:COL]
+                  [--wait DUR] [--settle DUR] [--settings JSON] [--timeout DUR] [--grace DUR]
+                  [--shutdown-timeout DUR] [--json] -- SERVER [ARGS...]
 
 Launches SERVER as a language server over stdio, in a process tree of its own with the root as
 its working directory, stdin/stdout piped and stderr kept as a bounded tail. It runs the
-initialize handshake, opens each --open file (and the --hover file), waits for diagnostics,
-asks for the hover, then shuts the server down: shutdown, exit, end of stdin, the grace, then
-SIGTERM and SIGKILL to whatever is left of its tree.
+initialize handshake, opens each --open file (and the --hover file) as version 1, waits for the
+diagnostics of each, asks for the hover, then applies each --edit in order (FILE's whole text
+becomes NEWTEXTFILE's, as the next version of FILE, which is opened first if no --open named it)
+and waits for the diagnostics of that version. Then it shuts the server down: shutdown (whose
+answer it awaits up to --shutdown-timeout), exit, end of stdin, the grace, then SIGTERM and
+SIGKILL to whatever is left of its tree. A server that never answers takes --shutdown-timeout +
+2 x --grace to end.
 
-LINE and COL start at 1 and COL counts bytes, as compilers print positions. --wait bounds the
-wait for diagnostics (it ends earlier once every opened file has some and none has changed for
-500ms). --settings is a JSON object that answers workspace/configuration by section, e.g.
-'{"gopls":{"staticcheck":true}}'. --timeout bounds the whole session before the shutdown.
+The diagnostics of a version are the server's first set for that version or a later one, never
+an older one (pulled with textDocument/diagnostic when the server offers it, else published),
+once no diagnostics have been published for --settle; --wait bounds each wait. LINE and COL
+start at 1 and COL counts bytes, as compilers print positions. --settings is a JSON object
+that answers workspace/configuration by section, e.g. '{"gopls":{"staticcheck":true}}'.
+--timeout bounds the whole session before the shutdown.
 
 With --json it prints one JSON object:
-  {"server_info":{"name","version"},"capabilities":{...},
+  {"server_info":{"name","version"},"capabilities":{...},"position_encoding":"utf-16",
+   "diagnostic_sets":[{"after":"open"|"edit","uri","version","versioned","diagnostics":[...]}],
    "diagnostics":[{"uri","range","severity","message",...}],"hover":{"contents","range"}|null,
-   "shutdown":"clean"|"terminated"|"killed"|"crashed","stderr_tail":"..."}
-with "error":{"kind","message"} added when a step failed. Without it, it prints the diagnostics
-as FILE:LINE:COL: SEVERITY: MESSAGE, the hover text and how the server ended; the stderr tail
-goes to stderr when the server did not end cleanly.
+   "shutdown":"clean"|"terminated"|"killed"|"crashed","shutdown_error":"...",
+   "stderr_tail":"...","stderr":{"tail","total_bytes","truncated","spill_path"}}
+where "diagnostic_sets" has one entry per version waited for (a wait that ran out adds none),
+"diagnostics" is the last set of every file the server reported on, ranges count characters
+in "position_encoding", and "shutdown_error" (when set) says why the polite shutdown failed;
+"error":{"kind","message"} is added when a step failed. Without --json it prints each set as
+FILE:LINE:COL: SEVERITY: MESSAGE lines under a "FILE: version N (after open): K diagnostics"
+line, the hover text and how the server ended; the stderr tail goes to stderr when the server
+did not end cleanly.
 
-Exit status: 0 when every step worked (diagnostics do not change it); 1 when a step failed or
-the server crashed; 130 when interrupted; 127 when SERVER is not found, 126 when it cannot be
-executed, 2 for bad flags, each with {"error":{"kind","message"}} under --json.
+Exit status: 0 when every step worked (diagnostics do not change it); 1 when a step failed, the
+server crashed, or it had to be terminated or killed at shutdown (error kind "shutdown"); 130
+when interrupted; 127 when SERVER is not found, 126 when it cannot be executed, 2 for bad
+flags, each with {"error":{"kind","message"}} under --json.
 
 flags:
 `
 
-// settleDiagnostics is how long diagnostics must rest before subkit lsp stops waiting.
-const settleDiagnostics = 500 * time.Millisecond
-
 type lspOutput struct {
-	ServerInfo   *lsp.ServerInfo `json:"server_info"`
-	Capabilities json.RawMessage `json:"capabilities"`
-	Diagnostics  []lspDiagnostic `json:"diagnostics"`
-	Hover        *lsp.Hover      `json:"hover"`
-	Shutdown     string          `json:"shutdown"`
-	StderrTail   string          `json:"stderr_tail"`
-	Error        *lspError       `json:"error,omitempty"`
-	escaped      int             // processes outside the server's group that Shutdown ended
+	ServerInfo       *lsp.ServerInfo `json:"server_info"`
+	Capabilities     json.RawMessage `json:"capabilities"`
+	PositionEncoding string          `json:"position_encoding,omitempty"`
+	DiagnosticSets   []lspSet        `json:"diagnostic_sets"`
+	Diagnostics      []lspDiagnostic `json:"diagnostics"`
+	Hover            *lsp.Hover      `json:"hover"`
+	Shutdown         string          `json:"shutdown"`
+	ShutdownError    string          `json:"shutdown_error,omitempty"`
+	StderrTail       string          `json:"stderr_tail"`
+	Stderr           *streamOutput   `json:"stderr,omitempty"`
+	Error            *lspError       `json:"error,omitempty"`
+	escaped          int             // processes outside the server's group that Shutdown ended
+	enc              lsp.PositionEncoding
+}
+
+// lspSet is the diagnostics of one version of a file, after its open or an edit.
+type lspSet struct {
+	After string `json:"after"`
+	lsp.DiagnosticSet
+	text []byte // of the version, for byte columns
 }
 
 type lspDiagnostic struct {
@@ -99,20 +118,35 @@ func parseHoverAt(s string) (lspHoverAt, error) {
 	return lspHoverAt{file: s[:j], line: line, col: col}, nil
 }
 
+// lspEdit is a parsed --edit FILE=NEWTEXTFILE.
+type lspEdit struct{ file, newText string }
+
+func parseEdit(s string) (lspEdit, error) {
+	file, newText, ok := strings.Cut(s, "=")
+	if !ok || file == "" || newText == "" {
+		return lspEdit{}, fmt.Errorf("--edit %q: want FILE=NEWTEXTFILE", s)
+	}
+	return lspEdit{file: file, newText: newText}, nil
+}
+
 // cmdLsp is `subkit lsp`.
 func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lsp", flag.ContinueOnError)
 	var (
-		root     = fs.String("root", ".", "workspace root: the server's working directory and rootUri")
-		opens    stringList
-		hoverArg = fs.String("hover", "", "FILE:LINE:COL to ask a hover for (the file is opened)")
-		wait     = fs.Duration("wait", 10*time.Second, "longest wait for diagnostics of the opened files")
-		settings = fs.String("settings", "", "JSON object answering workspace/configuration by section")
-		timeout  = fs.Duration("timeout", 2*time.Minute, "bound of the whole session before the shutdown")
-		grace    = fs.Duration("grace", subprocess.DefaultGrace, "wait for the server to exit, and between SIGTERM and SIGKILL")
-		asJSON   = fs.Bool("json", false, "print one JSON object")
+		root      = fs.String("root", ".", "workspace root: the server's working directory and rootUri")
+		opens     stringList
+		editArgs  stringList
+		hoverArg  = fs.String("hover", "", "FILE:LINE:COL to ask a hover for (the file is opened)")
+		wait      = fs.Duration("wait", 10*time.Second, "longest wait for the diagnostics of one version")
+		settle    = fs.Duration("settle", 500*time.Millisecond, "diagnostics are taken once none has been published for this long")
+		settings  = fs.String("settings", "", "JSON object answering workspace/configuration by section")
+		timeout   = fs.Duration("timeout", 2*time.Minute, "bound of the whole session before the shutdown")
+		grace     = fs.Duration("grace", subprocess.DefaultGrace, "wait for the server to exit, and between SIGTERM and SIGKILL")
+		shutAfter = fs.Duration("shutdown-timeout", lsp.DefaultShutdownTimeout, "longest wait for the answer to the shutdown request")
+		asJSON    = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&opens, "open", "file to open with textDocument/didOpen (repeatable)")
+	fs.Var(&editArgs, "edit", "FILE=NEWTEXTFILE: replace FILE's text with NEWTEXTFILE's, as its next version (repeatable, in order)")
 	fail := func(kind string, code int, err error) int {
 		if *asJSON {
 			writeJSON(stdout, struct {
@@ -139,6 +173,14 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		hoverAt = &h
 	}
+	var edits []lspEdit
+	for _, a := range editArgs {
+		e, err := parseEdit(a)
+		if err != nil {
+			return fail("invalid", exitUsage, err)
+		}
+		edits = append(edits, e)
+	}
 	var cfgSettings map[string]any
 	if *settings != "" {
 		if err := json.Unmarshal([]byte(*settings), &cfgSettings); err != nil {
@@ -148,8 +190,8 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() == 0:
 		return fail("invalid", exitUsage, errors.New("no server given: subkit lsp [flags] -- SERVER [ARGS...]"))
-	case *wait < 0 || *timeout <= 0 || *grace <= 0:
-		return fail("invalid", exitUsage, errors.New("--wait must not be negative; --timeout and --grace must be positive"))
+	case *wait < 0 || *timeout <= 0 || *grace <= 0 || *settle <= 0 || *shutAfter <= 0:
+		return fail("invalid", exitUsage, errors.New("--wait must not be negative; --timeout, --grace, --settle and --shutdown-timeout must be positive"))
 	}
 
 	svc, err := subprocess.New(serviceConfig())
@@ -158,72 +200,93 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer svc.Close()
 
-	var mu sync.Mutex
-	var lastPublish time.Time
 	session, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	c, err := lsp.Start(session, svc, lsp.Config{
 		Path: fs.Arg(0), Args: fs.Args()[1:], Root: *root, Settings: cfgSettings, Grace: *grace,
-		OnNotification: func(method string, _ json.RawMessage) {
-			if method == "textDocument/publishDiagnostics" {
-				mu.Lock()
-				lastPublish = time.Now()
-				mu.Unlock()
-			}
-		},
+		ShutdownTimeout: *shutAfter,
 	})
 	if err != nil {
 		if kind, code := startFailure(err); kind != "internal" {
 			return fail(kind, code, err)
 		}
-		out := lspOutput{Diagnostics: []lspDiagnostic{}, Error: lspFailure(ctx, err)}
+		out := lspOutput{DiagnosticSets: []lspSet{}, Diagnostics: []lspDiagnostic{}, Error: lspFailure(ctx, err)}
 		var exit *lsp.ServerExitError
 		if errors.As(err, &exit) {
 			out.Shutdown = lsp.EndedCrashed.String()
 			if exit.Cause != nil {
 				out.Shutdown = lsp.EndedTerminated.String()
 			}
-			out.StderrTail = streamJSON(subprocess.StreamResult{Tail: exit.Stderr, Truncated: exit.StderrTruncated}).Tail
+			st := streamJSON(subprocess.StreamResult{Tail: exit.Stderr, Truncated: exit.StderrTruncated, TotalBytes: int64(len(exit.Stderr))})
+			out.StderrTail, out.Stderr = st.Tail, &st
 		}
 		return printLsp(stdout, stderr, *asJSON, out, nil)
 	}
 	defer c.Close()
 
-	out := lspOutput{ServerInfo: c.InitializeResult().ServerInfo, Capabilities: c.InitializeResult().Capabilities}
+	out := lspOutput{ServerInfo: c.InitializeResult().ServerInfo, Capabilities: c.InitializeResult().Capabilities,
+		PositionEncoding: string(c.PositionEncoding()), DiagnosticSets: []lspSet{}, enc: c.PositionEncoding()}
 	texts := map[string][]byte{} // by URI, for positions
 	var stepErr error
-	open := func(file string) (string, error) {
+	open := func(file string) (uri string, version int, err error) {
 		path, err := filepath.Abs(file)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		uri := lsp.FileURI(path)
-		if _, ok := texts[uri]; ok {
-			return uri, nil
+		uri = lsp.FileURI(path)
+		if d, ok := c.Document(uri); ok {
+			return uri, d.Version, nil
 		}
 		text, err := os.ReadFile(path)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		texts[uri] = text
-		return uri, c.DidOpen(session, lsp.TextDocumentItem{URI: uri, LanguageID: lsp.LanguageID(path), Version: 1, Text: string(text)})
+		version, err = c.Open(session, uri, lsp.LanguageID(path), string(text))
+		return uri, version, err
+	}
+	// diagnose waits for the diagnostics of version of each URI, then for quiet, and records
+	// the settled set of each.
+	diagnose := func(after string, uris []string, versions []int) {
+		wctx, cancel := context.WithTimeout(session, *wait)
+		defer cancel()
+		got := make([]bool, len(uris))
+		for i, u := range uris {
+			if _, err := c.Diagnostics(wctx, u, versions[i]); err != nil {
+				break
+			}
+			got[i] = true
+		}
+		c.WaitQuiet(wctx, *settle) // ended by --wait at worst; the sets are kept either way
+		for i, u := range uris {
+			if set, ok := c.LastDiagnostics(u); got[i] && ok && set.Version >= versions[i] {
+				out.DiagnosticSets = append(out.DiagnosticSets, lspSet{After: after, DiagnosticSet: set, text: texts[u]})
+			}
+		}
 	}
 	var opened []string
+	var versions []int
 	files := slices.Clone([]string(opens))
 	if hoverAt != nil {
 		files = append(files, hoverAt.file)
 	}
 	for _, f := range files {
-		uri, err := open(f)
+		uri, v, err := open(f)
 		if err != nil {
 			stepErr = fmt.Errorf("open %s: %w", f, err)
 			break
 		}
-		opened = append(opened, uri)
+		if !slices.Contains(opened, uri) {
+			opened, versions = append(opened, uri), append(versions, v)
+		}
+	}
+	if stepErr == nil && len(opened) > 0 {
+		diagnose("open", opened, versions)
 	}
 	if stepErr == nil && hoverAt != nil {
-		uri := opened[len(opened)-1]
-		pos, err := lsp.PositionFor(texts[uri], hoverAt.line, hoverAt.col)
+		path, _ := filepath.Abs(hoverAt.file)
+		uri := lsp.FileURI(path)
+		pos, err := lsp.PositionIn(texts[uri], hoverAt.line, hoverAt.col, c.PositionEncoding())
 		if err == nil {
 			out.Hover, err = c.Hover(session, uri, pos)
 		}
@@ -231,23 +294,41 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			stepErr = fmt.Errorf("hover %s: %w", *hoverArg, err)
 		}
 	}
-	if stepErr == nil && len(opened) > 0 {
-		waitLspDiagnostics(session, c, opened, *wait, func() time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			return lastPublish
-		})
+	for _, e := range edits {
+		if stepErr != nil {
+			break
+		}
+		text, err := os.ReadFile(e.newText)
+		if err != nil {
+			stepErr = fmt.Errorf("edit %s: %w", e.file, err)
+			break
+		}
+		uri, _, err := open(e.file)
+		if err == nil {
+			var v int
+			if v, err = c.Change(session, uri, lsp.TextChange{Text: string(text)}); err == nil {
+				texts[uri] = text
+				diagnose("edit", []string{uri}, []int{v})
+			}
+		}
+		if err != nil {
+			stepErr = fmt.Errorf("edit %s: %w", e.file, err)
+		}
 	}
 
 	// Before the shutdown: servers clear their diagnostics when their session ends.
 	out.Diagnostics = lspDiagnostics(c.AllDiagnostics())
 
 	// Shut down with a context of its own: an interrupt must still end the server.
-	shutCtx, cancelShut := context.WithTimeout(context.Background(), lsp.DefaultShutdownTimeout+4*(*grace)+15*time.Second)
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), *shutAfter+4*(*grace)+15*time.Second)
 	defer cancelShut()
 	exit, shutErr := c.Shutdown(shutCtx)
 	out.Shutdown, out.escaped = exit.Ended.String(), exit.Escaped
-	out.StderrTail = streamJSON(exit.Stderr).Tail
+	st := streamJSON(exit.Stderr)
+	out.StderrTail, out.Stderr = st.Tail, &st
+	if exit.ShutdownErr != nil {
+		out.ShutdownError = exit.ShutdownErr.Error()
+	}
 	if stepErr == nil && exit.Ended == lsp.EndedCrashed {
 		stepErr = c.Err()
 	}
@@ -256,6 +337,12 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if stepErr != nil {
 		out.Error = lspFailure(ctx, stepErr)
+	} else if exit.Ended == lsp.EndedTerminated || exit.Ended == lsp.EndedKilled {
+		msg := fmt.Sprintf("the server did not leave after shutdown and exit: it was %s", exit.Ended)
+		if exit.ShutdownErr != nil {
+			msg += " (" + exit.ShutdownErr.Error() + ")"
+		}
+		out.Error = &lspError{Kind: "shutdown", Message: msg}
 	}
 	return printLsp(stdout, stderr, *asJSON, out, texts)
 }
@@ -277,35 +364,10 @@ func lspFailure(ctx context.Context, err error) *lspError {
 	return &lspError{Kind: kind, Message: err.Error()}
 }
 
-// waitLspDiagnostics waits until every opened URI has diagnostics and none has been published
-// for settleDiagnostics, or until wait has passed.
-func waitLspDiagnostics(ctx context.Context, c *lsp.Client, uris []string, wait time.Duration, last func() time.Time) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for _, u := range uris {
-		if _, err := c.WaitDiagnostics(ctx, u, nil); err != nil {
-			return
-		}
-	}
-	for {
-		rest := settleDiagnostics - time.Since(last())
-		if rest <= 0 {
-			return
-		}
-		select {
-		case <-time.After(rest):
-		case <-ctx.Done():
-			return
-		case <-c.Done():
-			return
-		}
-	}
-}
-
-func lspDiagnostics(all map[string][]lsp.Diagnostic) []lspDiagnostic {
+func lspDiagnostics(all map[string]lsp.DiagnosticSet) []lspDiagnostic {
 	out := []lspDiagnostic{}
-	for uri, ds := range all {
-		for _, d := range ds {
+	for uri, set := range all {
+		for _, d := range set.Diagnostics {
 			out = append(out, lspDiagnostic{URI: uri, Diagnostic: d})
 		}
 	}
@@ -336,21 +398,18 @@ func printLsp(stdout, stderr io.Writer, asJSON bool, out lspOutput, texts map[st
 		}
 		fmt.Fprintf(stdout, "server: %s %s\n", out.ServerInfo.Name, version)
 	}
-	for _, d := range out.Diagnostics {
-		file := d.URI
-		if p, err := lsp.URIToPath(d.URI); err == nil {
-			file = p
+	shown := map[string]bool{}
+	for _, set := range out.DiagnosticSets {
+		shown[set.URI] = true
+		fmt.Fprintf(stdout, "%s: version %d (after %s): %d diagnostic(s)\n", lspFile(set.URI), set.Version, set.After, len(set.Diagnostics))
+		for _, d := range set.Diagnostics {
+			printLspDiagnostic(stdout, set.URI, d, map[string][]byte{set.URI: set.text}, out.enc)
 		}
-		text, ok := texts[d.URI]
-		if !ok {
-			text, _ = os.ReadFile(file)
+	}
+	for _, d := range out.Diagnostics { // files the server reported on without being asked
+		if !shown[d.URI] {
+			printLspDiagnostic(stdout, d.URI, d.Diagnostic, texts, out.enc)
 		}
-		src := ""
-		if d.Source != "" {
-			src = " [" + d.Source + "]"
-		}
-		fmt.Fprintf(stdout, "%s:%d:%d: %v: %s%s\n", file, d.Range.Start.Line+1,
-			byteColumn(text, d.Range.Start)+1, d.Severity, d.Message, src)
 	}
 	if out.Hover != nil {
 		fmt.Fprintf(stdout, "hover:\n%s\n", out.Hover.Text())
@@ -373,18 +432,28 @@ func printLsp(stdout, stderr io.Writer, asJSON bool, out lspOutput, texts map[st
 	return code
 }
 
-// byteColumn turns an LSP position (UTF-16 characters) into a zero-based byte column of its
-// line in text; without the text it returns the character offset.
-func byteColumn(text []byte, p lsp.Position) int {
-	lines := bytes.SplitN(text, []byte("\n"), p.Line+2)
-	if p.Line >= len(lines) {
-		return p.Character
+func lspFile(uri string) string {
+	if p, err := lsp.URIToPath(uri); err == nil {
+		return p
 	}
-	line, units, col := lines[p.Line], 0, 0
-	for col < len(line) && units < p.Character {
-		r, n := utf8.DecodeRune(line[col:])
-		units += max(utf16.RuneLen(r), 1)
-		col += n
+	return uri
+}
+
+// printLspDiagnostic prints FILE:LINE:COL: SEVERITY: MESSAGE [SOURCE], the column in bytes of
+// the file's text as the client last had it.
+func printLspDiagnostic(w io.Writer, uri string, d lsp.Diagnostic, texts map[string][]byte, enc lsp.PositionEncoding) {
+	file := lspFile(uri)
+	text, ok := texts[uri]
+	if !ok {
+		text, _ = os.ReadFile(file)
 	}
-	return col
+	col, err := lsp.CharacterColumn(text, d.Range.Start, enc)
+	if err != nil {
+		col = d.Range.Start.Character
+	}
+	src := ""
+	if d.Source != "" {
+		src = " [" + d.Source + "]"
+	}
+	fmt.Fprintf(w, "%s:%d:%d: %v: %s%s\n", file, d.Range.Start.Line+1, col+1, d.Severity, d.Message, src)
 }

@@ -31,22 +31,47 @@ type message struct {
 }
 
 type server struct {
-	mode string
-	out  io.Writer
-	wmu  sync.Mutex
+	mode       string
+	sync       int    // textDocumentSync: 1 full, 2 incremental
+	versioned  bool   // publishes name the version
+	pull       string // "", "static" or "dynamic": pull diagnostics
+	stale      bool   // on a change, first publish the old version's diagnostics again
+	crashAfter int    // exit after answering this many requests (0: never)
+	wantEnc    string // the encoding to choose when the client offers it
+	out        io.Writer
+	wmu        sync.Mutex
 
 	mu       sync.Mutex
 	nextID   int
 	waiting  map[string]chan message // our requests to the client, by id
 	slow     map[string]bool         // parked test/slow requests, by id
 	docs     map[string]string
+	versions map[string]int
 	shutdown bool
+	enc      string // negotiated: "utf-16" or "utf-8"
+	answered int
+	pulled   int
+	chatter  chan struct{} // closed to stop test/chatter
 }
 
 func main() {
 	mode := flag.String("mode", "normal", "normal|requests-first|ignore-shutdown|ignore-term|crash-on-init|sleep")
 	flood := flag.Int("flood", 0, "bytes of stderr to write in the background from the start")
+	syncKind := flag.Int("sync", 1, "textDocumentSync: 1 full, 2 incremental")
+	unversioned := flag.Bool("unversioned", false, "publish diagnostics without a version")
+	pull := flag.String("pull", "", "static|dynamic: offer pull diagnostics (and publish none)")
+	stale := flag.Bool("stale", false, "on a change, publish the old version's diagnostics first")
+	crashAfter := flag.Int("crash-after", 0, "exit with code 4 after answering N requests (initialize not counted)")
+	enc := flag.String("encoding", "", "position encoding to choose when the client offers it (utf-8)")
+	starts := flag.String("starts", "", "file to append a line to at every start")
 	flag.Parse()
+	if *starts != "" {
+		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+		}
+	}
 	if *mode == "sleep" { // a child left behind by test/spawnchild
 		for {
 			time.Sleep(time.Hour)
@@ -58,7 +83,9 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{mode: *mode, out: os.Stdout, waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}}
+	s := &server{mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
+		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
 	s.serve(bufio.NewReader(os.Stdin))
 }
@@ -135,10 +162,24 @@ func raw(v any) json.RawMessage {
 
 func (s *server) reply(id json.RawMessage, result any) {
 	s.send(message{ID: id, Result: raw(result)})
+	s.answeredOne()
+}
+
+// answeredOne counts an answered request and crashes after -crash-after of them.
+func (s *server) answeredOne() {
+	s.mu.Lock()
+	s.answered++
+	n := s.answered
+	s.mu.Unlock()
+	if s.crashAfter > 0 && n == s.crashAfter+1 { // +1: initialize
+		fmt.Fprintf(os.Stderr, "fakeserver: crashing after %d requests\n", s.crashAfter)
+		os.Exit(4)
+	}
 }
 
 func (s *server) replyError(id json.RawMessage, code int, msg string) {
 	s.send(message{ID: id, Error: raw(map[string]any{"code": code, "message": msg})})
+	s.answeredOne()
 }
 
 func (s *server) notify(method string, params any) {
@@ -178,6 +219,7 @@ func (s *server) handle(m message) {
 	json.Unmarshal(m.Params, &p)
 	switch m.Method {
 	case "initialize":
+		s.negotiate(p)
 		switch s.mode {
 		case "crash-on-init":
 			fmt.Fprintln(os.Stderr, "fatal: cannot start: no workspace")
@@ -189,37 +231,120 @@ func (s *server) handle(m message) {
 		s.reply(m.ID, s.initResult(p, nil))
 	case "initialized":
 		s.notify("window/logMessage", map[string]any{"type": 3, "message": "fakeserver initialized"})
+		if s.pull == "dynamic" {
+			go s.request("client/registerCapability", map[string]any{"registrations": []any{map[string]any{
+				"id": "pull-1", "method": "textDocument/diagnostic",
+				"registerOptions": map[string]any{"identifier": "fake", "interFileDependencies": false, "workspaceDiagnostics": false},
+			}}})
+		}
 	case "textDocument/didOpen":
 		doc := p["textDocument"].(map[string]any)
 		uri, text := doc["uri"].(string), doc["text"].(string)
 		s.mu.Lock()
 		s.docs[uri] = text
+		s.versions[uri] = int(doc["version"].(float64))
 		s.mu.Unlock()
-		var diags []any
-		for i, line := range strings.Split(text, "\n") {
-			for c, off := strings.Index(line, "ERROR"), 0; c >= 0; c = strings.Index(line[off:], "ERROR") {
-				c += off
-				diags = append(diags, map[string]any{
-					"range":    map[string]any{"start": pos(i, utf16Len(line[:c])), "end": pos(i, utf16Len(line[:c])+5)},
-					"severity": 1, "source": "fake", "message": "found ERROR",
-				})
-				off = c + 5
+		s.publish(uri)
+	case "textDocument/didChange":
+		doc := p["textDocument"].(map[string]any)
+		uri := doc["uri"].(string)
+		s.mu.Lock()
+		text, oldVersion := s.docs[uri], s.versions[uri]
+		for _, ch := range p["contentChanges"].([]any) {
+			ch := ch.(map[string]any)
+			r, ok := ch["range"].(map[string]any)
+			if !ok {
+				text = ch["text"].(string)
+				continue
 			}
+			start, end := s.offset(text, r["start"].(map[string]any)), s.offset(text, r["end"].(map[string]any))
+			text = text[:start] + ch["text"].(string) + text[end:]
 		}
-		if diags == nil {
-			diags = []any{}
+		oldText := s.docs[uri]
+		s.docs[uri] = text
+		s.versions[uri] = int(doc["version"].(float64))
+		s.mu.Unlock()
+		if s.stale { // a late answer for the version before, then the fresh one, in one write
+			s.writeRaw(append(s.publishFrame(uri, oldText, oldVersion), s.publishFrame(uri, text, s.versions[uri])...))
+			return
 		}
-		s.notify("textDocument/publishDiagnostics", map[string]any{"uri": uri, "version": doc["version"], "diagnostics": diags})
+		s.publish(uri)
+	case "textDocument/didClose":
+		uri := p["textDocument"].(map[string]any)["uri"].(string)
+		s.mu.Lock()
+		delete(s.docs, uri)
+		s.mu.Unlock()
+		if s.pull == "" {
+			s.notify("textDocument/publishDiagnostics", map[string]any{"uri": uri, "diagnostics": []any{}})
+		}
+	case "textDocument/didSave":
+		s.notify("test/saved", p)
+	case "textDocument/diagnostic":
+		uri := p["textDocument"].(map[string]any)["uri"].(string)
+		s.mu.Lock()
+		text, version := s.docs[uri], s.versions[uri]
+		s.pulled++
+		first := s.pulled == 1
+		s.mu.Unlock()
+		if first { // the first pull is cancelled, asking for a retrigger, as servers do while busy
+			s.send(message{ID: m.ID, Error: raw(map[string]any{"code": -32802, "message": "busy", "data": map[string]any{"retriggerRequest": true}})})
+			return
+		}
+		id := fmt.Sprintf("r%d", version)
+		if p["previousResultId"] == id {
+			s.reply(m.ID, map[string]any{"kind": "unchanged", "resultId": id})
+			return
+		}
+		s.reply(m.ID, map[string]any{"kind": "full", "resultId": id, "items": s.diagnose(text)})
+	case "test/chatter": // publish for a URI every 5ms until test/stopchatter
+		s.mu.Lock()
+		stop := make(chan struct{})
+		s.chatter = stop
+		s.mu.Unlock()
+		uri := p["uri"].(string)
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				s.notify("textDocument/publishDiagnostics", map[string]any{"uri": uri, "diagnostics": []any{}})
+			}
+		}()
+		s.reply(m.ID, nil)
+	case "test/text": // the server's copy of a document
+		uri := p["uri"].(string)
+		s.mu.Lock()
+		text, ok := s.docs[uri]
+		version := s.versions[uri]
+		s.mu.Unlock()
+		s.reply(m.ID, map[string]any{"open": ok, "text": text, "version": version})
+	case "test/stopchatter":
+		s.mu.Lock()
+		if s.chatter != nil {
+			close(s.chatter)
+			s.chatter = nil
+		}
+		s.mu.Unlock()
+		s.reply(m.ID, nil)
 	case "textDocument/hover":
 		uri := p["textDocument"].(map[string]any)["uri"].(string)
 		at := p["position"].(map[string]any)
 		line, char := int(at["line"].(float64)), int(at["character"].(float64))
 		s.mu.Lock()
 		text, ok := s.docs[uri]
+		enc := s.enc
 		s.mu.Unlock()
 		if !ok {
 			s.reply(m.ID, nil)
 			return
+		}
+		if enc == "utf-8" { // to UTF-16 for wordAt
+			lines := strings.Split(text, "\n")
+			if line < len(lines) && char <= len(lines[line]) {
+				char = utf16Len(lines[line][:char])
+			}
 		}
 		s.reply(m.ID, map[string]any{"contents": map[string]any{"kind": "markdown", "value": fmt.Sprintf("`%s` at %d:%d", wordAt(text, line, char), line, char)}})
 	case "shutdown":
@@ -258,6 +383,7 @@ func (s *server) handle(m message) {
 		s.mu.Unlock()
 	case "test/echo":
 		s.send(message{ID: m.ID, Result: m.Params})
+		s.answeredOne()
 	case "test/error":
 		s.replyError(m.ID, -32803, "it failed on purpose")
 	case "test/crash":
@@ -363,13 +489,97 @@ func (s *server) initializeAfterRequests(m message, p map[string]any) {
 }
 
 func (s *server) initResult(p map[string]any, answers map[string]any) map[string]any {
-	return map[string]any{
-		"capabilities": map[string]any{
-			"hoverProvider": true, "textDocumentSync": 1,
-			"experimental": map[string]any{"initParams": p, "answers": answers},
-		},
-		"serverInfo": map[string]any{"name": "fakeserver", "version": "1.0"},
+	caps := map[string]any{
+		"hoverProvider": true, "textDocumentSync": s.sync,
+		"experimental": map[string]any{"initParams": p, "answers": answers},
 	}
+	if s.sync == 2 { // the object form, with didSave and its text
+		caps["textDocumentSync"] = map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": true}}
+	}
+	if s.enc != "utf-16" {
+		caps["positionEncoding"] = s.enc
+	}
+	if s.pull == "static" {
+		caps["diagnosticProvider"] = map[string]any{"identifier": "fake", "interFileDependencies": false, "workspaceDiagnostics": false}
+	}
+	return map[string]any{"capabilities": caps, "serverInfo": map[string]any{"name": "fakeserver", "version": "1.0"}}
+}
+
+// negotiate picks the position encoding: -encoding when the client offers it, else UTF-16.
+func (s *server) negotiate(p map[string]any) {
+	caps, _ := p["capabilities"].(map[string]any)
+	general, _ := caps["general"].(map[string]any)
+	offered, _ := general["positionEncodings"].([]any)
+	for _, e := range offered {
+		if e == s.wantEnc && s.wantEnc != "" {
+			s.mu.Lock()
+			s.enc = s.wantEnc
+			s.mu.Unlock()
+		}
+	}
+}
+
+// column is the length of prefix in the negotiated encoding.
+func (s *server) column(prefix string) int {
+	if s.enc == "utf-8" {
+		return len(prefix)
+	}
+	return utf16Len(prefix)
+}
+
+// offset converts an LSP position in text to a byte offset (lines end at "\n" only here).
+func (s *server) offset(text string, at map[string]any) int {
+	line, char := int(at["line"].(float64)), int(at["character"].(float64))
+	off := 0
+	for range line {
+		off += strings.IndexByte(text[off:], '\n') + 1
+	}
+	rest := text[off:]
+	if j := strings.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	if s.enc == "utf-8" {
+		return off + min(char, len(rest))
+	}
+	u := utf16.Encode([]rune(rest))
+	return off + len(string(utf16.Decode(u[:min(char, len(u))])))
+}
+
+// diagnose finds every ERROR in text.
+func (s *server) diagnose(text string) []any {
+	diags := []any{}
+	for i, line := range strings.Split(text, "\n") {
+		for c, off := strings.Index(line, "ERROR"), 0; c >= 0; c = strings.Index(line[off:], "ERROR") {
+			c += off
+			diags = append(diags, map[string]any{
+				"range":    map[string]any{"start": pos(i, s.column(line[:c])), "end": pos(i, s.column(line[:c])+5)},
+				"severity": 1, "source": "fake", "message": "found ERROR",
+			})
+			off = c + 5
+		}
+	}
+	return diags
+}
+
+// publishFrame is a publishDiagnostics frame for text at version.
+func (s *server) publishFrame(uri, text string, version int) []byte {
+	params := map[string]any{"uri": uri, "diagnostics": s.diagnose(text)}
+	if s.versioned {
+		params["version"] = version
+	}
+	body, _ := json.Marshal(message{JSONRPC: "2.0", Method: "textDocument/publishDiagnostics", Params: raw(params)})
+	return []byte(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body))
+}
+
+// publish sends the diagnostics of an open document (none in pull mode).
+func (s *server) publish(uri string) {
+	if s.pull != "" {
+		return
+	}
+	s.mu.Lock()
+	text, version := s.docs[uri], s.versions[uri]
+	s.mu.Unlock()
+	s.writeRaw(s.publishFrame(uri, text, version))
 }
 
 func pos(line, char int) map[string]any { return map[string]any{"line": line, "character": char} }

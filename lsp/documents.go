@@ -1,0 +1,437 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+var (
+	// ErrNotOpen: a document operation named a URI the client has not opened (Open, DidOpen,
+	// OpenFile), or a version of it that was never sent.
+	ErrNotOpen = errors.New("lsp: document is not open")
+	// ErrAlreadyOpen: Open named a URI that is open already; Change it, or CloseDocument first.
+	ErrAlreadyOpen = errors.New("lsp: document is already open")
+)
+
+// SyncKind is how the server wants document changes: none, the full text, or incremental
+// edits (textDocumentSync.change).
+type SyncKind int
+
+const (
+	SyncNone        SyncKind = 0
+	SyncFull        SyncKind = 1
+	SyncIncremental SyncKind = 2
+)
+
+func (k SyncKind) String() string {
+	switch k {
+	case SyncNone:
+		return "none"
+	case SyncFull:
+		return "full"
+	case SyncIncremental:
+		return "incremental"
+	}
+	return fmt.Sprintf("sync kind %d", int(k))
+}
+
+// syncOptions is the server's textDocumentSync, resolved as editors do: the number form means
+// open/close notifications, that change kind, and didSave without the text.
+type syncOptions struct {
+	openClose   bool
+	change      SyncKind
+	save        bool
+	includeText bool
+}
+
+func parseSync(caps json.RawMessage) syncOptions {
+	var c struct {
+		Sync json.RawMessage `json:"textDocumentSync"`
+	}
+	if json.Unmarshal(caps, &c) != nil || len(c.Sync) == 0 || string(c.Sync) == "null" {
+		return syncOptions{} // no sync at all: the server does not want documents
+	}
+	var kind int
+	if json.Unmarshal(c.Sync, &kind) == nil {
+		return syncOptions{openClose: true, change: SyncKind(kind), save: true}
+	}
+	var o struct {
+		OpenClose bool            `json:"openClose"`
+		Change    int             `json:"change"`
+		Save      json.RawMessage `json:"save"`
+	}
+	if json.Unmarshal(c.Sync, &o) != nil {
+		return syncOptions{}
+	}
+	so := syncOptions{openClose: o.OpenClose, change: SyncKind(o.Change)}
+	var b bool
+	var so2 struct {
+		IncludeText bool `json:"includeText"`
+	}
+	switch {
+	case len(o.Save) == 0 || string(o.Save) == "null":
+	case json.Unmarshal(o.Save, &b) == nil:
+		so.save = b
+	case json.Unmarshal(o.Save, &so2) == nil:
+		so.save, so.includeText = true, so2.IncludeText
+	}
+	return so
+}
+
+// negotiatedEncoding reads the encoding the server chose from its initialize result:
+// capabilities.positionEncoding, else clangd's offsetEncoding, else UTF-16.
+func negotiatedEncoding(result json.RawMessage) PositionEncoding {
+	var r struct {
+		Capabilities struct {
+			PositionEncoding PositionEncoding `json:"positionEncoding"`
+		} `json:"capabilities"`
+		OffsetEncoding PositionEncoding `json:"offsetEncoding"`
+	}
+	json.Unmarshal(result, &r)
+	for _, e := range []PositionEncoding{r.Capabilities.PositionEncoding, r.OffsetEncoding} {
+		if e != "" && e.check() == nil {
+			return e
+		}
+	}
+	return UTF16
+}
+
+// SyncKind is how the server asked for document changes (textDocumentSync).
+func (c *Client) SyncKind() SyncKind { return c.sync.change }
+
+// PositionEncoding is the encoding the server negotiated for Position.Character: UTF-16
+// unless Config.PositionEncodings offered another and the server chose it.
+func (c *Client) PositionEncoding() PositionEncoding { return c.enc.orDefault() }
+
+// TextChange is one change of a document: Text replaces Range, or the whole text when Range is
+// nil. Range counts characters in the negotiated PositionEncoding.
+type TextChange struct {
+	Range *Range `json:"range,omitempty"`
+	Text  string `json:"text"`
+}
+
+// Document is what the client holds of an open document: its last version and text.
+type Document struct {
+	URI        string
+	LanguageID string
+	Version    int
+	Text       string
+}
+
+// lockDocs takes the document semaphore: document notifications (and pull requests, which
+// must say which version they answer) are handed to the writer one at a time, in version order.
+func (c *Client) lockDocs(ctx context.Context) error {
+	select {
+	case c.docSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("lsp: waiting to send a document change: %w", ctx.Err())
+	}
+}
+
+func (c *Client) unlockDocs() { <-c.docSem }
+
+// Open opens a document (textDocument/didOpen) with the next version of its URI (1 the first
+// time; a document closed and opened again goes on from its last version, so versions never
+// repeat) and returns that version. The client keeps the text, to apply later changes to it
+// and to know which version a diagnostic answers. A server that asked for no open/close
+// notifications is sent none; the document is kept all the same.
+func (c *Client) Open(ctx context.Context, uri, languageID, text string) (int, error) {
+	if err := c.usable(ctx, "open"); err != nil {
+		return 0, err
+	}
+	return c.open(ctx, TextDocumentItem{URI: uri, LanguageID: languageID, Text: text})
+}
+
+// DidOpen sends textDocument/didOpen for doc as given (Version 0 means the next version of
+// its URI) and keeps the document as Open does.
+func (c *Client) DidOpen(ctx context.Context, doc TextDocumentItem) error {
+	if err := c.usable(ctx, "textDocument/didOpen"); err != nil {
+		return err
+	}
+	_, err := c.open(ctx, doc)
+	return err
+}
+
+func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
+	if doc.URI == "" {
+		return 0, fmt.Errorf("lsp: open: empty URI (%w)", subprocess.ErrInvalid)
+	}
+	if doc.Version < 0 {
+		return 0, fmt.Errorf("lsp: open %s: negative version %d (%w)", doc.URI, doc.Version, subprocess.ErrInvalid)
+	}
+	if err := c.lockDocs(ctx); err != nil {
+		return 0, err
+	}
+	defer c.unlockDocs()
+	c.docMu.Lock()
+	if _, open := c.docs[doc.URI]; open {
+		c.docMu.Unlock()
+		return 0, fmt.Errorf("lsp: open %s: %w", doc.URI, ErrAlreadyOpen)
+	}
+	if doc.Version == 0 {
+		doc.Version = c.versions[doc.URI] + 1
+	}
+	c.docMu.Unlock()
+	if c.sync.openClose {
+		handedOver, err := c.notify(ctx, "textDocument/didOpen", map[string]any{"textDocument": doc})
+		if !handedOver {
+			return 0, err
+		}
+		c.commitOpen(doc)
+		return doc.Version, err
+	}
+	c.commitOpen(doc)
+	return doc.Version, nil
+}
+
+func (c *Client) commitOpen(doc TextDocumentItem) {
+	c.docMu.Lock()
+	c.docs[doc.URI] = &Document{URI: doc.URI, LanguageID: doc.LanguageID, Version: doc.Version, Text: doc.Text}
+	c.versions[doc.URI] = max(c.versions[doc.URI], doc.Version)
+	c.docMu.Unlock()
+}
+
+// OpenFile reads the file at path (relative paths are taken against the workspace root),
+// opens it as Open does with the language id LanguageID gives, and returns its URI.
+func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
+	if err := c.usable(ctx, "open"); err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(c.cfg.Root, path)
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("lsp: open %s: %w", path, err)
+	}
+	uri := FileURI(path)
+	_, err = c.Open(ctx, uri, LanguageID(path), string(text))
+	return uri, err
+}
+
+// Change applies changes, in order, to the open document uri and sends them
+// (textDocument/didChange) as the server asked: as they are to a server that takes
+// incremental changes; as the resulting full text to one that takes the full text; not at all
+// to one that takes none. It returns the new version.
+//
+// A range outside the document fails with ErrPosition and changes nothing. When ctx ends after
+// the notification reached the writer, it still goes out whole: the change is kept (the
+// version counted) and the error is ctx's.
+func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) (int, error) {
+	if err := c.usable(ctx, "change"); err != nil {
+		return 0, err
+	}
+	if len(changes) == 0 {
+		return 0, fmt.Errorf("lsp: change %s: no changes given (%w)", uri, subprocess.ErrInvalid)
+	}
+	if err := c.lockDocs(ctx); err != nil {
+		return 0, err
+	}
+	defer c.unlockDocs()
+	c.docMu.Lock()
+	d, open := c.docs[uri]
+	var text string
+	var version int
+	if open {
+		text, version = d.Text, c.versions[uri]+1
+	}
+	c.docMu.Unlock()
+	if !open {
+		return 0, fmt.Errorf("lsp: change %s: %w", uri, ErrNotOpen)
+	}
+	enc := c.PositionEncoding()
+	for i, ch := range changes {
+		if ch.Range == nil {
+			text = ch.Text
+			continue
+		}
+		start, err := PositionToOffset([]byte(text), ch.Range.Start, enc)
+		if err == nil {
+			var end int
+			if end, err = PositionToOffset([]byte(text), ch.Range.End, enc); err == nil && end < start {
+				err = fmt.Errorf("%w: range ends before it starts", ErrPosition)
+			}
+			if err == nil {
+				text = text[:start] + ch.Text + text[end:]
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
+		}
+	}
+	commit := func() {
+		c.docMu.Lock()
+		if d := c.docs[uri]; d != nil {
+			d.Text, d.Version = text, version
+		}
+		c.versions[uri] = version
+		c.docMu.Unlock()
+	}
+	var sent []TextChange
+	switch c.sync.change {
+	case SyncNone:
+		commit()
+		return version, nil
+	case SyncFull:
+		sent = []TextChange{{Text: text}}
+	default:
+		sent = changes
+	}
+	handedOver, err := c.notify(ctx, "textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": version},
+		"contentChanges": sent,
+	})
+	if handedOver {
+		commit()
+		return version, err
+	}
+	return 0, err
+}
+
+// Save sends textDocument/didSave for the open document uri (with its text when the server
+// asked for it), when the server asked for save notifications at all.
+func (c *Client) Save(ctx context.Context, uri string) error {
+	if err := c.usable(ctx, "save"); err != nil {
+		return err
+	}
+	if err := c.lockDocs(ctx); err != nil {
+		return err
+	}
+	defer c.unlockDocs()
+	c.docMu.Lock()
+	d, open := c.docs[uri]
+	var text string
+	if open {
+		text = d.Text
+	}
+	c.docMu.Unlock()
+	if !open {
+		return fmt.Errorf("lsp: save %s: %w", uri, ErrNotOpen)
+	}
+	if !c.sync.save {
+		return nil
+	}
+	params := map[string]any{"textDocument": map[string]string{"uri": uri}}
+	if c.sync.includeText {
+		params["text"] = text
+	}
+	_, err := c.notify(ctx, "textDocument/didSave", params)
+	return err
+}
+
+// CloseDocument closes the open document uri (textDocument/didClose) and forgets its text; its
+// version count goes on if it is opened again. (Close, without a URI, shuts the client down.)
+func (c *Client) CloseDocument(ctx context.Context, uri string) error {
+	if err := c.usable(ctx, "close"); err != nil {
+		return err
+	}
+	if err := c.lockDocs(ctx); err != nil {
+		return err
+	}
+	defer c.unlockDocs()
+	c.docMu.Lock()
+	_, open := c.docs[uri]
+	c.docMu.Unlock()
+	if !open {
+		return fmt.Errorf("lsp: close %s: %w", uri, ErrNotOpen)
+	}
+	forget := func() {
+		c.docMu.Lock()
+		delete(c.docs, uri)
+		c.docMu.Unlock()
+	}
+	if !c.sync.openClose {
+		forget()
+		return nil
+	}
+	handedOver, err := c.notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]string{"uri": uri}})
+	if handedOver {
+		forget()
+	}
+	return err
+}
+
+// Document returns the client's copy of the open document uri.
+func (c *Client) Document(uri string) (Document, bool) {
+	if c == nil || c.docs == nil {
+		return Document{}, false
+	}
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	d, ok := c.docs[uri]
+	if !ok {
+		return Document{}, false
+	}
+	return *d, true
+}
+
+// Documents returns the client's copies of every open document, by URI order. They stay
+// readable after the server has ended (a Pool re-opens them on the next server).
+func (c *Client) Documents() []Document {
+	if c == nil || c.docs == nil {
+		return nil
+	}
+	c.docMu.Lock()
+	out := make([]Document, 0, len(c.docs))
+	for _, d := range c.docs {
+		out = append(out, *d)
+	}
+	c.docMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
+	return out
+}
+
+// version returns the current version of uri and whether it is open.
+func (c *Client) version(uri string) (int, bool) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	d, ok := c.docs[uri]
+	if !ok {
+		return 0, false
+	}
+	return d.Version, true
+}
+
+// registration is a capability the server registered dynamically.
+type registration struct {
+	Method          string          `json:"method"`
+	RegisterOptions json.RawMessage `json:"registerOptions"`
+}
+
+// trackRegistrations records client/registerCapability and client/unregisterCapability, before
+// any handler answers them (pull diagnostics may be registered this way).
+func (c *Client) trackRegistrations(method string, params json.RawMessage) {
+	var p struct {
+		Registrations []struct {
+			ID string `json:"id"`
+			registration
+		} `json:"registrations"`
+		Unregisterations []struct {
+			ID string `json:"id"`
+		} `json:"unregisterations"` // sic, in the protocol
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		c.log.Warn("lsp: unreadable "+method, "err", err)
+		return
+	}
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	for _, r := range p.Registrations {
+		c.regs[r.ID] = r.registration
+	}
+	for _, u := range p.Unregisterations {
+		delete(c.regs, u.ID)
+	}
+	c.diagMu.Lock() // wake Diagnostics: it may pull now
+	close(c.diagsChanged)
+	c.diagsChanged = make(chan struct{})
+	c.diagMu.Unlock()
+}

@@ -1,0 +1,545 @@
+package lsp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Defaults applied to zero fields of a PoolConfig.
+const (
+	DefaultMaxRestarts   = 5
+	DefaultRestartWindow = 3 * time.Minute
+	DefaultBackoff       = 250 * time.Millisecond
+	DefaultMaxBackoff    = 10 * time.Second
+	DefaultStartTimeout  = time.Minute
+)
+
+// ErrRestartLimit is wrapped by every *RestartLimitError.
+var ErrRestartLimit = errors.New("lsp: server keeps crashing; restart limit reached")
+
+// PoolConfig says how a Pool restarts its servers. Zero fields take the documented defaults.
+type PoolConfig struct {
+	// MaxRestarts is how many restarts of one server are allowed within RestartWindow; the
+	// next crash (or failed start) gives up with a *RestartLimitError. 0 means
+	// DefaultMaxRestarts; a negative value means no restart at all.
+	MaxRestarts int
+	// RestartWindow is the sliding window MaxRestarts counts in; 0 means DefaultRestartWindow.
+	RestartWindow time.Duration
+	// Backoff is the pause before the first restart; each further restart within the window
+	// doubles it, up to MaxBackoff. 0 means DefaultBackoff and DefaultMaxBackoff.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// StartTimeout bounds each start of a server (spawn, initialize, and re-opening its
+	// documents); 0 means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Logger receives the pool's diagnostics (crashes, restarts); nil: none.
+	Logger *slog.Logger
+}
+
+// Key identifies a server of a Pool: its command line and its workspace root (absolute).
+type Key struct {
+	Command string // Config.Path and Config.Args, each quoted, space-separated
+	Root    string
+}
+
+func (k Key) String() string { return k.Command + " in " + k.Root }
+
+// RestartLimitError says that a server crashed (or failed to start) more than
+// PoolConfig.MaxRestarts times within PoolConfig.RestartWindow, and how it last ended.
+type RestartLimitError struct {
+	Key      Key
+	Restarts int           // restarts made within the window
+	Window   time.Duration // PoolConfig.RestartWindow
+	// Last is the error of the last crash or failed start (often a *ServerExitError), and
+	// Stderr the tail of that server's stderr.
+	Last   error
+	Stderr []byte
+}
+
+func (e *RestartLimitError) Error() string {
+	s := fmt.Sprintf("lsp: server %s gave up after %d restarts within %v", e.Key, e.Restarts, e.Window)
+	if e.Last != nil {
+		s += ": last: " + e.Last.Error()
+	}
+	var exit *ServerExitError
+	if !errors.As(e.Last, &exit) {
+		if last := lastLines(e.Stderr, 3, 400); last != "" {
+			s += "; stderr ends: " + strconv.Quote(last)
+		}
+	}
+	return s + " (fix the server or its configuration, then use a new Pool)"
+}
+
+// Is reports whether target is ErrRestartLimit.
+func (e *RestartLimitError) Is(target error) bool { return target == ErrRestartLimit }
+
+// Unwrap returns Last.
+func (e *RestartLimitError) Unwrap() error { return e.Last }
+
+// Pool keeps language servers keyed by (command, root): started on first use, shared by every
+// caller of the same key, restarted with back-off after a crash (their open documents
+// re-opened on the new server, with the same versions and texts), and given up with a
+// *RestartLimitError when they crash too often. All methods are safe for concurrent use.
+//
+// The Pool runs its servers on the caller's Service and never closes it.
+type Pool struct {
+	svc *subprocess.Service
+	cfg PoolConfig
+	log *slog.Logger
+
+	ctx    context.Context // ends at Shutdown: cancels starts and back-off pauses
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the supervisors
+
+	mu      sync.Mutex
+	servers map[Key]*Server
+	closed  bool
+
+	shutOnce sync.Once
+	shutErr  error
+	shutDone chan struct{}
+}
+
+// NewPool returns a Pool that runs servers on svc (the caller's: the Pool never closes it).
+func NewPool(svc *subprocess.Service, cfg PoolConfig) (*Pool, error) {
+	switch {
+	case svc == nil:
+		return nil, fmt.Errorf("lsp: NewPool needs a *subprocess.Service (%w)", subprocess.ErrInvalid)
+	case cfg.RestartWindow < 0, cfg.Backoff < 0, cfg.MaxBackoff < 0, cfg.StartTimeout < 0:
+		return nil, fmt.Errorf("lsp: PoolConfig: RestartWindow/Backoff/MaxBackoff/StartTimeout negative; use 0 for the default (%w)", subprocess.ErrInvalid)
+	}
+	if cfg.MaxRestarts == 0 {
+		cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	if cfg.RestartWindow == 0 {
+		cfg.RestartWindow = DefaultRestartWindow
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.Backoff)
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool{svc: svc, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		servers: map[Key]*Server{}, shutDone: make(chan struct{})}, nil
+}
+
+// KeyOf returns the key cfg has in a pool running on svc.
+func KeyOf(svc *subprocess.Service, cfg Config) (Key, error) {
+	if svc == nil {
+		return Key{}, fmt.Errorf("lsp: KeyOf needs a *subprocess.Service (%w)", subprocess.ErrInvalid)
+	}
+	cfg, err := cfg.withDefaults(svc)
+	if err != nil {
+		return Key{}, err
+	}
+	parts := []string{strconv.Quote(cfg.Path)}
+	for _, a := range cfg.Args {
+		parts = append(parts, strconv.Quote(a))
+	}
+	return Key{Command: strings.Join(parts, " "), Root: cfg.Root}, nil
+}
+
+// Get returns the server of cfg's key, starting it on first use, and waits (bounded by ctx)
+// until it runs. Callers of the same key share one server; the Config of the first one is
+// the one used (later ones only name the key). It fails with the start's error (a bad Config,
+// a server not found: at once, without restarts), with a *RestartLimitError when the server
+// crashes at every start, with ErrClosed after Shutdown, or with ctx's error (the server goes
+// on starting for later callers).
+func (p *Pool) Get(ctx context.Context, cfg Config) (*Server, error) {
+	if p == nil || p.svc == nil {
+		return nil, fmt.Errorf("lsp: Pool.Get: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("lsp: Pool.Get: nil context (%w)", subprocess.ErrInvalid)
+	}
+	key, err := KeyOf(p.svc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("lsp: Pool.Get %s: %w", key, ErrClosed)
+	}
+	s := p.servers[key]
+	if s == nil {
+		s = &Server{p: p, key: key, cfg: cfg, changed: make(chan struct{})}
+		p.servers[key] = s
+		p.wg.Add(1)
+		go s.supervise()
+	}
+	p.mu.Unlock()
+	if _, err := s.Client(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Servers returns the pool's servers, running or not.
+func (p *Pool) Servers() []*Server {
+	if p == nil || p.svc == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*Server, 0, len(p.servers))
+	for _, s := range p.servers {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Shutdown shuts every server down at once (each as Client.Shutdown does), so the whole
+// takes as long as the slowest server, and waits for the pool's goroutines; ctx bounds it
+// all (the servers' terminations go on: call Shutdown or Close again to wait for them). It
+// is safe to call more than once and concurrently; later calls wait for the first one's
+// result. The Service is not closed.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	if p == nil || p.svc == nil {
+		return fmt.Errorf("lsp: Pool.Shutdown: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+	}
+	if ctx == nil {
+		return fmt.Errorf("lsp: Pool.Shutdown: nil context (%w)", subprocess.ErrInvalid)
+	}
+	p.shutOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.cancel() // no new start; back-off pauses end
+		go func() {
+			p.wg.Wait() // every supervisor has ended: no client will be started any more
+			var errs []error
+			var mu sync.Mutex
+			var all sync.WaitGroup
+			for _, s := range p.Servers() {
+				for _, c := range s.clients() {
+					all.Go(func() {
+						if err := c.Close(); err != nil {
+							mu.Lock()
+							errs = append(errs, fmt.Errorf("lsp: pool: %s: %w", s.key, err))
+							mu.Unlock()
+						}
+					})
+				}
+			}
+			all.Wait()
+			p.shutErr = errors.Join(errs...)
+			close(p.shutDone)
+		}()
+	})
+	select {
+	case <-p.shutDone:
+		return p.shutErr
+	case <-ctx.Done():
+		return fmt.Errorf("lsp: pool shutdown: %w", ctx.Err())
+	}
+}
+
+// Close is Shutdown bounded by the longest a server may take to end: the largest
+// ShutdownTimeout + 3 x Grace among the pool's servers, plus 5s.
+func (p *Pool) Close() error {
+	if p == nil || p.svc == nil {
+		return fmt.Errorf("lsp: Pool.Close: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+	}
+	bound := time.Duration(0)
+	for _, s := range p.Servers() {
+		cfg, err := s.cfg.withDefaults(p.svc)
+		if err == nil {
+			bound = max(bound, cfg.ShutdownTimeout+3*cfg.Grace)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound+5*time.Second)
+	defer cancel()
+	return p.Shutdown(ctx)
+}
+
+// Server is one server of a Pool. Its methods run on the current server process, waiting
+// (bounded by ctx) while a restart is under way.
+type Server struct {
+	p   *Pool
+	key Key
+	cfg Config
+
+	mu       sync.Mutex
+	cur      *Client   // the running client; nil while starting
+	all      []*Client // every client started, for Shutdown
+	failed   error     // final: the server is given up
+	changed  chan struct{}
+	restarts int // made in all
+}
+
+// Key is the server's key.
+func (s *Server) Key() Key { return s.key }
+
+// Restarts counts the restarts made so far.
+func (s *Server) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// Err is nil while the server runs or restarts; once given up it is the *RestartLimitError
+// or the start error, and ErrClosed after Shutdown.
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+func (s *Server) clients() []*Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all
+}
+
+func (s *Server) set(c *Client, failed error) {
+	s.mu.Lock()
+	s.cur = c
+	if c != nil {
+		s.all = append(s.all, c)
+	}
+	if failed != nil && s.failed == nil {
+		s.failed = failed
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Client returns the running client, waiting for a start or restart under way. The client
+// may crash at any time after: its calls then fail with a *ServerExitError and the Server
+// restarts it; call Client again for the next one.
+func (s *Server) Client(ctx context.Context) (*Client, error) {
+	if s == nil || s.p == nil {
+		return nil, fmt.Errorf("lsp: Server: not a Server from Pool.Get (%w)", subprocess.ErrInvalid)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("lsp: Server.Client: nil context (%w)", subprocess.ErrInvalid)
+	}
+	for {
+		s.mu.Lock()
+		c, failed, changed := s.cur, s.failed, s.changed
+		s.mu.Unlock()
+		if failed != nil {
+			return nil, failed
+		}
+		if c != nil {
+			select {
+			case <-c.Done(): // crashed: wait for the supervisor to say what next
+			default:
+				return c, nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lsp: waiting for server %s: %w", s.key, ctx.Err())
+		}
+	}
+}
+
+// supervise starts the server, waits for it to end, and restarts it after a crash, with
+// back-off, until the restart limit or the pool's Shutdown.
+func (s *Server) supervise() {
+	p := s.p
+	defer p.wg.Done()
+	var docs []Document    // to re-open on the next server
+	var starts []time.Time // within the window
+	for {
+		starts = append(starts, time.Now())
+		c, err := s.start(docs)
+		if err == nil {
+			s.set(c, nil)
+			select {
+			case <-c.Done():
+			case <-p.ctx.Done():
+				s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+				return
+			}
+			if errors.Is(c.Err(), ErrClosed) { // shut down by a caller, not a crash
+				s.set(nil, fmt.Errorf("lsp: server %s was shut down: %w", s.key, ErrClosed))
+				return
+			}
+			docs = c.Documents()
+			err = c.Err()
+			p.log.Warn("lsp: pool: server crashed", "server", s.key.String(), "err", err)
+		}
+		if p.ctx.Err() != nil {
+			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+			return
+		}
+		if !retryable(err) {
+			s.set(nil, err)
+			return
+		}
+		// The restarts made within the window (the first start is none).
+		now := time.Now()
+		kept := starts[:0]
+		for _, t := range starts {
+			if now.Sub(t) < p.cfg.RestartWindow {
+				kept = append(kept, t)
+			}
+		}
+		starts = kept
+		made := len(starts) - 1
+		if p.cfg.MaxRestarts < 0 || made >= p.cfg.MaxRestarts {
+			var stderr []byte
+			var exit *ServerExitError
+			if errors.As(err, &exit) {
+				stderr = exit.Stderr
+			}
+			s.set(nil, &RestartLimitError{Key: s.key, Restarts: max(made, 0), Window: p.cfg.RestartWindow, Last: err, Stderr: stderr})
+			p.log.Error("lsp: pool: giving up on a server", "server", s.key.String(), "restarts", made, "err", err)
+			return
+		}
+		pause := p.cfg.Backoff
+		for range made {
+			pause = min(2*pause, p.cfg.MaxBackoff)
+		}
+		s.set(nil, nil)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+			return
+		}
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+		p.log.Info("lsp: pool: restarting a server", "server", s.key.String(), "restart", made+1, "documents", len(docs))
+	}
+}
+
+// retryable says whether a failed start may succeed if tried again: the server crashed or
+// hung, as opposed to a bad Config or a missing program.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, subprocess.ErrInvalid), errors.Is(err, subprocess.ErrNotFound),
+		errors.Is(err, subprocess.ErrPermission), errors.Is(err, subprocess.ErrClosed),
+		errors.Is(err, subprocess.ErrUnsupported):
+		return false
+	}
+	return true
+}
+
+// start starts a client and re-opens docs on it, with their versions and texts.
+func (s *Server) start(docs []Document) (*Client, error) {
+	ctx, cancel := context.WithTimeout(s.p.ctx, s.p.cfg.StartTimeout)
+	defer cancel()
+	c, err := Start(ctx, s.p.svc, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		if err := c.DidOpen(ctx, TextDocumentItem{URI: d.URI, LanguageID: d.LanguageID, Version: d.Version, Text: d.Text}); err != nil {
+			// The new server died already, or hung: end it and count it as a crash.
+			if cerr := c.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			s.mu.Lock()
+			s.all = append(s.all, c)
+			s.mu.Unlock()
+			return nil, fmt.Errorf("lsp: re-open %s on the restarted server: %w", d.URI, err)
+		}
+	}
+	return c, nil
+}
+
+// Call is Client.Call on the current server. It is not retried on the next server after a
+// crash (the request may have taken effect): it fails with the crash's *ServerExitError.
+func (s *Server) Call(ctx context.Context, method string, params, result any) error {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Call(ctx, method, params, result)
+}
+
+// Notify is Client.Notify on the current server.
+func (s *Server) Notify(ctx context.Context, method string, params any) error {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Notify(ctx, method, params)
+}
+
+// Open is Client.Open on the current server; a restart re-opens the document.
+func (s *Server) Open(ctx context.Context, uri, languageID, text string) (int, error) {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.Open(ctx, uri, languageID, text)
+}
+
+// Change is Client.Change on the current server; a restart re-opens the document with the
+// changed text and version.
+func (s *Server) Change(ctx context.Context, uri string, changes ...TextChange) (int, error) {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.Change(ctx, uri, changes...)
+}
+
+// Save is Client.Save on the current server.
+func (s *Server) Save(ctx context.Context, uri string) error {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Save(ctx, uri)
+}
+
+// CloseDocument is Client.CloseDocument on the current server.
+func (s *Server) CloseDocument(ctx context.Context, uri string) error {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return err
+	}
+	return c.CloseDocument(ctx, uri)
+}
+
+// Hover is Client.Hover on the current server.
+func (s *Server) Hover(ctx context.Context, uri string, pos Position) (*Hover, error) {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Hover(ctx, uri, pos)
+}
+
+// Diagnostics is Client.Diagnostics on the current server. When the server crashes while it
+// waits, it waits on the restarted one (which re-opened the document with the same version).
+func (s *Server) Diagnostics(ctx context.Context, uri string, version int) (DiagnosticSet, error) {
+	for {
+		c, err := s.Client(ctx)
+		if err != nil {
+			return DiagnosticSet{}, err
+		}
+		set, err := c.Diagnostics(ctx, uri, version)
+		if err != nil && errors.Is(err, ErrServerExited) && ctx.Err() == nil {
+			continue
+		}
+		return set, err
+	}
+}
