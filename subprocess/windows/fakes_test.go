@@ -103,6 +103,7 @@ type fakeJob struct {
 	active       []int
 	activeErr    error
 	probes       int
+	closeErr     error
 	closed       bool
 }
 
@@ -136,7 +137,7 @@ func (j *fakeJob) ActiveProcesses() (int, error) {
 func (j *fakeJob) Close() error {
 	j.c.add("CloseJob")
 	j.closed = true
-	return nil
+	return j.closeErr
 }
 
 type fakeProcess struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,12 +27,15 @@ func TestMain(m *testing.M) {
 // helperMain acts as taskkill: mode is "<exit code>:<output>" (output may hold \n escapes);
 // it prints the output, then the arguments it got, and exits with the code. Mode "sleep"
 // blocks until killed; mode "tree" starts a "sleep" child of its own, prints its pid, and
-// blocks until killed.
+// blocks until killed; mode "break" prints "ready" and exits with breakExit once it receives
+// os.Interrupt (CTRL_BREAK_EVENT on Windows).
 func helperMain(mode string, args []string) int {
 	switch mode {
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
+	case "break":
+		return breakHelper()
 	case "tree":
 		self, err := os.Executable()
 		if err != nil {
@@ -57,4 +61,19 @@ func helperMain(mode string, args []string) int {
 	fmt.Print(strings.ReplaceAll(out, `\n`, "\n"))
 	fmt.Fprintf(os.Stderr, "args=%s\n", strings.Join(args, " "))
 	return code
+}
+
+// breakExit is the exit code of the "break" helper once interrupted.
+const breakExit = 42
+
+func breakHelper() int {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	fmt.Println("ready")
+	select {
+	case <-c:
+		return breakExit
+	case <-time.After(time.Minute):
+		return 3
+	}
 }

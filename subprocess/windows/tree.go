@@ -136,15 +136,19 @@ func attach(l Leader, pid int, cfg Config) *Tree {
 			t.job, t.route = job, RouteJob
 		}
 		if err := t.sys.Resume(h); err != nil {
-			// Left suspended, the leader would never run nor exit: end it.
+			// Left suspended, the leader would never run nor exit: end it. The caller drops a
+			// tree that failed to start, so its job is released here (with KILL_ON_JOB_CLOSE,
+			// closing it ends whatever Terminate missed).
 			t.startErr = &Error{Op: "resume", Route: t.route, Pid: pid,
 				Err: fmt.Errorf("the leader was started suspended and could not be resumed, so it was ended: %w", err)}
+			killLeader = true
 			if t.job != nil {
-				if kerr := t.job.Terminate(KillExitCode); kerr != nil {
-					killLeader = true
+				killLeader = t.job.Terminate(KillExitCode) != nil
+				if cerr := t.job.Close(); cerr != nil {
+					t.startErr = errors.Join(t.startErr, &Error{Op: "resume", Route: t.route, Pid: pid,
+						Err: fmt.Errorf("close the job: %w", cerr)})
 				}
-			} else {
-				killLeader = true
+				t.job = nil
 			}
 		}
 	})

@@ -50,8 +50,28 @@ func TestAttachResumeFailureEndsTheLeader(t *testing.T) {
 		var e *Error
 		require.ErrorAs(t, tr.StartErr(), &e)
 		assert.Equal(t, "resume", e.Op)
-		assert.Equal(t, "TerminateJob 1", c.list()[len(c.list())-1])
+		assert.Equal(t, []string{"TerminateJob 1", "CloseJob"}, c.list()[len(c.list())-2:],
+			"the job is released: the caller drops a tree that failed to start")
 		assert.False(t, c.has("KillLeader"))
+		assert.False(t, tr.Alive())
+		assert.Equal(t, []string{"TerminateJob 1", "CloseJob"}, c.list()[len(c.list())-2:], "no probe of a released job")
+	})
+	t.Run("job route: a failed terminate kills the leader and still releases the job", func(t *testing.T) {
+		sys, c := newFakeSys()
+		sys.resumeErr = errors.New("STATUS_ACCESS_DENIED")
+		sys.job.terminateErr = errors.New("terminate refused")
+		tr, _ := newTree(sys, c, &fakeRunner{})
+		assert.Error(t, tr.StartErr())
+		assert.Equal(t, []string{"TerminateJob 1", "CloseJob", "KillLeader"}, c.list()[len(c.list())-3:])
+	})
+	t.Run("job route: a failed close is reported", func(t *testing.T) {
+		sys, c := newFakeSys()
+		sys.resumeErr = errors.New("STATUS_ACCESS_DENIED")
+		sys.job.closeErr = errors.New("close refused")
+		tr, _ := newTree(sys, c, &fakeRunner{})
+		assert.ErrorContains(t, tr.StartErr(), "STATUS_ACCESS_DENIED")
+		assert.ErrorContains(t, tr.StartErr(), "close refused")
+		assert.True(t, sys.job.closed)
 	})
 	t.Run("taskkill route: the leader is killed", func(t *testing.T) {
 		sys, c := newFakeSys()
