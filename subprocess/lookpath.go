@@ -79,7 +79,7 @@ func resolveExecutable(name, cwd, pathList string, r pathRules) (string, error) 
 			Hint: "a file of that name exists on PATH but is not executable"}
 	}
 	return "", &Error{Op: "resolve", Name: name, Kind: ErrNotFound,
-		Err:  fmt.Errorf("searched PATH=%q", strings.Join(searched, r.listSep)),
+		Err:  fmt.Errorf("searched PATH=%s", strings.Join(searched, r.listSep)),
 		Hint: "install it, pass an absolute path, or set PATH in the spec's Env"}
 }
 
