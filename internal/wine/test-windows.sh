@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# make test-windows: cross-builds the Windows (amd64) test binaries of every package and runs
+# them under Wine, then stops the Wine server. What it needs is set up idempotently:
+#
+#   - Debian packages wine, wine64 (Wine 8.0 on Debian 12) and gcc-mingw-w64-x86-64-win32,
+#     installed with apt-get only when missing (apt-get update first);
+#   - bcryptprimitives.dll, built from processprng.c (Go >= 1.24 needs its ProcessPrng, which
+#     Wine 8.0 lacks), rebuilt only when the source changes;
+#   - a Wine prefix under $WINE_BUILD_DIR (default .build/wine), made once and reused, with the
+#     DLL in its system32 (the Go runtime loads it from there only);
+#   - an -overlay that adds deleteat_test.go.in to each test binary (Wine 8.0 cannot delete files
+#     the way Go 1.26 does by default), linked with -ldflags=-checklinkname=0.
+#
+# Tests that cannot pass under Wine skip themselves, naming the Wine gap. Packages whose tests
+# assume a POSIX host are listed in NOT_WINDOWS_READY below with the reason: their Windows
+# test binaries are built (so they keep compiling) but not run. The summary counts the tests
+# run, passed and skipped. WINE_PKGS='./subprocess/...' limits the run to some packages.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+GO=${GO:-go}
+build=${WINE_BUILD_DIR:-$root/.build/wine}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+here=$root/internal/wine
+
+# Packages whose tests are not yet written for Windows, with why. Their owners make the tests
+# skip (or build-tag) what needs a POSIX host; then the package leaves this list.
+declare -A NOT_WINDOWS_READY=(
+	[github.com/subkit/subkit/bash]="the bash executor's tests run bash and expect POSIX paths"
+	[github.com/subkit/subkit/cmd/subkit]="the CLI tests run bash and sh"
+	[github.com/subkit/subkit/coderuntime]="the contract suite needs python3, node or bash on PATH"
+	[github.com/subkit/subkit/lsp]="the fake server is built with a go found on PATH (bin/go)"
+)
+
+log() { printf 'test-windows: %s\n' "$*"; }
+
+# --- packages -------------------------------------------------------------------------------
+need=()
+[ -x /usr/lib/wine/wine64 ] || command -v wine64 >/dev/null || need+=(wine64)
+command -v wine >/dev/null || need+=(wine)
+command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(gcc-mingw-w64-x86-64-win32)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		log "missing ${need[*]}: install them (Debian: apt-get install wine wine64 gcc-mingw-w64-x86-64-win32)"
+		exit 1
+	fi
+	log "installing ${need[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if [ -x /usr/lib/wine/wine64 ]; then
+	wine=/usr/lib/wine/wine64 # the wine wrapper warns on every run that wine32 is missing
+else
+	wine=$(command -v wine64 || command -v wine)
+fi
+wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+
+# --- the stand-in DLL -----------------------------------------------------------------------
+dll=$build/bcryptprimitives.dll
+stamp=$( { cat "$here/processprng.c"; x86_64-w64-mingw32-gcc --version | head -1; } | sha256sum | cut -d' ' -f1)
+if [ ! -f "$dll" ] || [ "$(cat "$dll.sha256" 2>/dev/null)" != "$stamp" ]; then
+	log "building bcryptprimitives.dll"
+	x86_64-w64-mingw32-gcc -shared -O2 -s -o "$dll.tmp" "$here/processprng.c" -lbcrypt
+	mv "$dll.tmp" "$dll"
+	echo "$stamp" >"$dll.sha256"
+fi
+
+# --- the prefix -----------------------------------------------------------------------------
+export WINEPREFIX=$build/prefix WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+export SUBKIT_WINE=$wine
+unset DISPLAY
+trap '"$wineserver" -k 2>/dev/null || true' EXIT
+if [ ! -f "$WINEPREFIX/.subkit-ready" ]; then
+	log "making a fresh Wine prefix in $WINEPREFIX"
+	rm -rf "$WINEPREFIX"
+	"$wine" wineboot -i >"$build/wineboot.log" 2>&1 || { cat "$build/wineboot.log"; exit 1; }
+	"$wineserver" -w
+	touch "$WINEPREFIX/.subkit-ready"
+fi
+sys32=$WINEPREFIX/drive_c/windows/system32
+cmp -s "$dll" "$sys32/bcryptprimitives.dll" || cp "$dll" "$sys32/bcryptprimitives.dll"
+# Keep the server up between test binaries, and start Wine's own background processes
+# (services.exe, winedevice.exe, ...) now, with no stdio of go test's: started by the first
+# test binary, they would inherit its output pipe and hold it open until the server stops.
+"$wineserver" -p
+"$wine" cmd.exe /c exit </dev/null >/dev/null 2>&1
+
+# --- the overlay ----------------------------------------------------------------------------
+overlay=$build/overlay
+rm -rf "$overlay"
+mkdir -p "$overlay"
+run=()
+built=()
+entries=()
+while read -r pkg dir name; do
+	[ -n "$pkg" ] || continue
+	f=$overlay/$(printf '%s' "$pkg" | tr '/.' '__').go
+	sed "s/^package PACKAGE$/package $name/" "$here/deleteat_test.go.in" >"$f"
+	entries+=("\"$dir/zz_wine_deleteat_test.go\":\"$f\"")
+	if [ -n "${NOT_WINDOWS_READY[$pkg]:-}" ]; then
+		built+=("$pkg")
+	else
+		run+=("$pkg")
+	fi
+done < <(GOOS=windows GOARCH=amd64 "$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{.Name}}{{end}}' ${WINE_PKGS:-./...})
+(IFS=,; printf '{"Replace":{%s}}\n' "${entries[*]}") >"$build/overlay.json"
+
+export GOOS=windows GOARCH=amd64
+flags=(-overlay "$build/overlay.json" -ldflags=-checklinkname=0)
+
+if [ ${#built[@]} -gt 0 ]; then
+	bin=$build/bin
+	rm -rf "$bin"
+	mkdir -p "$bin"
+	for pkg in "${built[@]}"; do
+		log "built, not run under Wine: $pkg (${NOT_WINDOWS_READY[$pkg]})"
+	done
+	"$GO" test "${flags[@]}" -c -o "$bin/" "${built[@]}"
+fi
+
+# --- the run --------------------------------------------------------------------------------
+out=$build/test.log
+log "running ${#run[@]} packages under $("$wine" --version) (log: $out)"
+start=$(date +%s)
+rc=0
+"$GO" test "${flags[@]}" -exec "$here/exec.sh" -count=1 -timeout 10m -v "${run[@]}" >"$out" 2>&1 || rc=$?
+# Everything but the chatter of passing tests; skips come with their reasons.
+grep -v -E '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS: |PASS$)' "$out" || true
+
+count() { grep -c -E "$1" "$out" || true; }
+top_pass=$(count '^--- PASS: ')
+top_skip=$(count '^--- SKIP: ')
+top_fail=$(count '^--- FAIL: ')
+sub_pass=$(count '^[[:space:]]+--- PASS: ')
+sub_skip=$(count '^[[:space:]]+--- SKIP: ')
+sub_fail=$(count '^[[:space:]]+--- FAIL: ')
+log "Windows tests under Wine, in $(($(date +%s) - start))s: $((top_pass + top_skip + top_fail)) run: $top_pass passed, $top_skip skipped, $top_fail failed (subtests: $sub_pass passed, $sub_skip skipped, $sub_fail failed); ${#built[@]} packages built, not run"
+if [ "$top_skip" -gt 0 ]; then
+	log "skipped: $(grep -E '^--- SKIP: ' "$out" | awk '{print $3}' | paste -sd' ')"
+fi
+exit "$rc"
