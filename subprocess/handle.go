@@ -27,6 +27,9 @@ type Result struct {
 	TimedOut bool
 	Duration time.Duration
 	Usage    Usage // the leader's CPU time and peak memory, where the OS tells
+	// StdinErr is the error Spec.Stdin's Reader returned (not io.EOF), when the copy had
+	// ended by settlement; a child that exits without reading all of its stdin is no error.
+	StdinErr error
 	// PipesHeld is true when descendants still held a collected output pipe open after the
 	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without
 	// waiting for them. Their output goes on into the same tail and spill, readable with
@@ -52,8 +55,8 @@ type Handle struct {
 	collectors     [2]*collector
 	pumpsR         [2]*os.File   // read ends the pumps own, for cutting them
 	pumpsDone      chan struct{} // closed when every pump has returned
-	feedDone       chan struct{} // closed when the InputBytes writer has returned, or nil
-	feedW          *os.File
+	feed           *feeder       // the stdin copy (InputBytes, InputReader), or nil
+	feedW          *os.File      // the pipe it writes to
 
 	leaderDone chan struct{} // closed once the leader has exited
 	settledCh  chan struct{} // closed once result is final
@@ -394,13 +397,18 @@ wait:
 		}
 	}
 	drain.Stop()
-	if h.feedDone != nil {
-		h.feedW.Close() // unblocks a writer the child never read
-		<-h.feedDone
+	var stdinErr error
+	if h.feed != nil {
+		reading := h.feed.stop()
+		h.feedW.Close() // unblocks a write the child never read
+		if !reading {   // else in a caller's Read that has not returned: the copy ends when it does
+			<-h.feed.done
+			stdinErr = h.feed.err
+		}
 	}
 
 	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
-		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage}
+		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage, StdinErr: stdinErr}
 	if exit.err != nil {
 		h.svc.log.Warn("leader's exit status unknown", "pid", h.pid, "err", exit.err)
 	}

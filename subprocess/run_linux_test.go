@@ -3,6 +3,8 @@ package subprocess_test
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +72,46 @@ while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 0.05: pass`}})
 	}
 	var ee *subprocess.ExitError
 	assert.False(t, errors.As(subprocess.Result{}.Err(), &ee), "a zero Result is a success")
+}
+
+func TestInputReader(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB, more than a pipe holds
+	spec := sh(`wc -c`)
+	spec.Stdin = subprocess.Input{Kind: subprocess.InputReader, Reader: strings.NewReader(big)}
+	res := run(t, svc, spec)
+	assert.Equal(t, "1048576", strings.TrimSpace(string(res.Stdout.Tail)))
+	assert.NoError(t, res.StdinErr)
+
+	// A Reader that fails: the child sees its stdin end, the Result says why.
+	pr, pw := io.Pipe()
+	go func() { pw.Write([]byte("part\n")); pw.CloseWithError(errors.New("source broke")) }()
+	spec = sh(`cat`)
+	spec.Stdin = subprocess.Input{Kind: subprocess.InputReader, Reader: pr}
+	res = run(t, svc, spec)
+	assert.Equal(t, "part\n", string(res.Stdout.Tail))
+	assert.EqualError(t, res.StdinErr, "source broke")
+
+	// A Reader that never returns does not hold the result of a child that does not read.
+	block, unblock := io.Pipe()
+	t.Cleanup(func() { unblock.Close() })
+	spec = sh(`exit 4`)
+	spec.Stdin = subprocess.Input{Kind: subprocess.InputReader, Reader: block}
+	assert.Equal(t, 4, run(t, svc, spec).ExitCode)
+
+	// A child that exits unread is no error.
+	spec = sh(`exit 0`)
+	spec.Stdin = subprocess.Input{Kind: subprocess.InputReader, Reader: strings.NewReader(big)}
+	assert.NoError(t, run(t, svc, spec).StdinErr)
+
+	for _, in := range []subprocess.Input{
+		{Kind: subprocess.InputReader},
+		{Kind: subprocess.InputBytes, Reader: strings.NewReader("x")},
+		{Kind: subprocess.InputReader + 1},
+	} {
+		spec := sh(`true`)
+		spec.Stdin = in
+		_, err := svc.Spawn(context.Background(), spec)
+		assert.ErrorIs(t, err, subprocess.ErrInvalid, "%+v", in)
+	}
 }

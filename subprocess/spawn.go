@@ -1,14 +1,18 @@
 package subprocess
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -76,17 +80,67 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	io.closeChildEnds()
 
 	h.startPumps()
-	if spec.Stdin.Kind == InputBytes {
-		h.feedDone = make(chan struct{})
-		go func(data []byte) {
-			defer close(h.feedDone)
-			h.feedW.Write(data) // a child that exits unread gives EPIPE: not our error
-			h.feedW.Close()
-		}(spec.Stdin.Data)
+	switch spec.Stdin.Kind {
+	case InputBytes:
+		h.startFeed(bytes.NewReader(spec.Stdin.Data))
+	case InputReader:
+		h.startFeed(spec.Stdin.Reader)
 	}
 	s.register(h)
 	go h.run(spec.Timeout)
 	return h, nil
+}
+
+// startFeed copies src to the child's stdin in a goroutine, then closes it. The child's
+// leaving unread (EPIPE) or the settlement's stop ends the copy and is no error; a failed Read
+// of src is kept for the Result.
+func (h *Handle) startFeed(src io.Reader) {
+	h.feed = &feeder{src: src, done: make(chan struct{})}
+	go func() {
+		defer close(h.feed.done)
+		_, err := io.Copy(h.feedW, h.feed) // a feeder has no WriteTo, which would bypass stop
+		h.feedW.Close()
+		if err != nil && err != errFeedStopped && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, os.ErrClosed) {
+			h.feed.err = err
+		}
+	}()
+}
+
+// feeder is the Reader a stdin copy reads from: src, until stop.
+type feeder struct {
+	src  io.Reader
+	done chan struct{} // closed when the copy has returned
+	err  error         // why it failed; read once done is closed
+
+	mu      sync.Mutex
+	stopped bool
+	reading bool // in src.Read, which may never return
+}
+
+var errFeedStopped = errors.New("stdin copy stopped")
+
+func (f *feeder) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return 0, errFeedStopped
+	}
+	f.reading = true
+	f.mu.Unlock()
+	n, err := f.src.Read(p)
+	f.mu.Lock()
+	f.reading = false
+	f.mu.Unlock()
+	return n, err
+}
+
+// stop makes the copy read no more and reports whether it is inside a Read of src now (it then
+// ends when that Read returns).
+func (f *feeder) stop() (reading bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	return f.reading
 }
 
 // startPumps starts a pump per collected stream; the last one to return closes pumpsDone.
@@ -179,7 +233,7 @@ func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec) error {
 		// os/exec connects a nil Stdin to the null device.
 	case InputInherit:
 		cmd.Stdin = os.Stdin
-	case InputBytes, InputPipe:
+	case InputBytes, InputPipe, InputReader:
 		r, w, err := io.pipe()
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package subprocess
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -71,12 +72,17 @@ const (
 	InputPipe
 	// InputInherit connects stdin to this process's own stdin; only on explicit request.
 	InputInherit
+	// InputReader copies Input.Reader to the child's stdin until it ends (io.EOF), and then
+	// closes the child's stdin. The kit does not close the Reader. The result does not wait for
+	// a Read that never returns: the copy then goes on in one goroutine until it does.
+	InputReader
 )
 
 // Input is the source of a child's stdin.
 type Input struct {
-	Kind InputKind
-	Data []byte // for InputBytes
+	Kind   InputKind
+	Data   []byte    // for InputBytes
+	Reader io.Reader // for InputReader
 }
 
 // Spec describes one process tree to spawn. Zero fields take documented defaults; nothing is
@@ -149,10 +155,14 @@ func (s *Spec) check() error {
 		return invalid("spawn", "DrainGrace", fmt.Sprintf("%v is negative; use 0 for the same as Grace", s.DrainGrace))
 	case s.Timeout < 0:
 		return invalid("spawn", "Timeout", fmt.Sprintf("%v is negative; use 0 for no timeout", s.Timeout))
-	case s.Stdin.Kind < InputNull || s.Stdin.Kind > InputInherit:
+	case s.Stdin.Kind < InputNull || s.Stdin.Kind > InputReader:
 		return invalid("spawn", "Stdin", fmt.Sprintf("unknown input kind %d", int(s.Stdin.Kind)))
 	case s.Stdin.Kind != InputBytes && s.Stdin.Data != nil:
 		return invalid("spawn", "Stdin", "Data is set but Kind is not InputBytes")
+	case s.Stdin.Kind != InputReader && s.Stdin.Reader != nil:
+		return invalid("spawn", "Stdin", "Reader is set but Kind is not InputReader")
+	case s.Stdin.Kind == InputReader && s.Stdin.Reader == nil:
+		return invalid("spawn", "Stdin", "Kind is InputReader but Reader is nil")
 	}
 	if err := s.Stdout.check("Stdout"); err != nil {
 		return err
