@@ -143,13 +143,15 @@ func renderSurvivors(b *strings.Builder, r Result) {
 // RenderDelta turns an offset read of a background process into the text a model sees: the
 // new stdout, the new stderr under a "[stderr]" line, a notice for bytes no longer
 // available, and a last line saying whether the process still runs and which offsets to read
-// from next; once it has ended, its exit status as Render words it.
+// from next; once it has ended, its exit status as Render words it. A read that found nothing
+// new while the process runs is one short line: the offsets to read from are the ones just
+// read from.
 func RenderDelta(d Delta) string {
 	var b strings.Builder
 	wrote := renderDeltaStream(&b, "stdout", d.Stdout, false)
 	wrote = renderDeltaStream(&b, "stderr", d.Stderr, true) || wrote
-	if !wrote {
-		b.WriteString("(no new output)\n")
+	if !wrote && d.Result == nil {
+		return fmt.Sprintf("[no new output; background process %d is still running]\n", d.Pid)
 	}
 	next := fmt.Sprintf("stdout offset %d, stderr offset %d", d.Next.Stdout, d.Next.Stderr)
 	switch {

@@ -100,7 +100,12 @@ func TestRenderDelta(t *testing.T) {
 	assert.Equal(t, "more\n[background process 7 is still running; read new output from stdout offset 15, stderr offset 0]\n", bash.RenderDelta(running))
 
 	quiet := bash.Delta{Pid: 7, Next: bash.Offsets{Stdout: 15, Stderr: 2}}
-	assert.Equal(t, "(no new output)\n[background process 7 is still running; read new output from stdout offset 15, stderr offset 2]\n", bash.RenderDelta(quiet))
+	assert.Equal(t, "[no new output; background process 7 is still running]\n", bash.RenderDelta(quiet))
+	quiet.Result = &bash.Result{ExitCode: 0}
+	quiet.Stdout = subprocess.Delta{From: 15, Next: 15, Total: 15, Done: true}
+	quiet.Stderr = subprocess.Delta{From: 2, Next: 2, Total: 2, Done: true}
+	assert.Equal(t, "[background process 7 has ended; all output has been read]\n[exit code 0]\n", bash.RenderDelta(quiet),
+		"nothing new from a process that ended: only the end")
 
 	res := &bash.Result{ExitCode: 1}
 	ended := bash.Delta{
