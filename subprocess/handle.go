@@ -53,6 +53,7 @@ type Handle struct {
 	stdin          *os.File // the caller's pipe end (InputPipe)
 	stdout, stderr *os.File // the caller's pipe ends (Pipe)
 	collectors     [2]*collector
+	spill          *spillPlace   // where the collectors' spill files go
 	pumpsR         [2]*os.File   // read ends the pumps own, for cutting them
 	pumpsDone      chan struct{} // closed when every pump has returned
 	feed           *feeder       // the stdin copy (InputBytes, InputReader), or nil
@@ -86,13 +87,14 @@ func (h *Handle) valid(op string) error {
 	return nil
 }
 
-// SpillDir is the Service's private directory that holds spill files, or "" while none has
-// been needed. Its files outlive the handle and the Service; their owner removes them.
+// SpillDir is the private directory that holds the handle's spill files (the Service's, or
+// the one made in Spec.SpillDir), or "" while none has been needed. Its files outlive the
+// handle and the Service; their owner removes them.
 func (h *Handle) SpillDir() string {
 	if h.valid("spill dir") != nil {
 		return ""
 	}
-	return h.svc.spill.path()
+	return h.spill.path()
 }
 
 // Argv is the argument vector the leader was started with.

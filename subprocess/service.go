@@ -73,6 +73,7 @@ type Service struct {
 	rules   envRules
 	paths   pathRules
 	spill   spillPlace
+	places  map[string]*spillPlace // Spec.SpillDir's, guarded by mu
 	maxLive int
 	log     *slog.Logger
 	backend backend

@@ -235,6 +235,31 @@ func TestSpill(t *testing.T) {
 		assert.Equal(t, spillDir, filepath.Dir(filepath.Dir(res.Stdout.SpillPath)))
 		assert.Empty(t, res.Stderr.SpillPath, "stderr stayed within its tail: no file")
 	})
+	t.Run("a spill directory of the spec's own", func(t *testing.T) {
+		own := t.TempDir()
+		var dirs []string
+		for range 2 {
+			spec := sh(`head -c 5000 /dev/zero`)
+			spec.Stdout = subprocess.Output{TailBytes: 1000, SpillBytes: 1 << 20}
+			spec.SpillDir = own
+			h, err := svc.Spawn(context.Background(), spec)
+			require.NoError(t, err)
+			res, err := h.Wait(ctxT(t, 10*time.Second))
+			require.NoError(t, err)
+			require.NoError(t, h.Close())
+			require.NotEmpty(t, res.Stdout.SpillPath)
+			assert.Equal(t, own, filepath.Dir(filepath.Dir(res.Stdout.SpillPath)))
+			assert.Equal(t, filepath.Dir(res.Stdout.SpillPath), h.SpillDir())
+			dirs = append(dirs, h.SpillDir())
+			os.Remove(res.Stdout.SpillPath)
+		}
+		assert.Equal(t, dirs[0], dirs[1], "specs naming the same SpillDir share one private directory")
+		os.Remove(dirs[0])
+		spec := sh(`true`)
+		spec.SpillDir = "relative/dir"
+		_, err := svc.Spawn(context.Background(), spec)
+		assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	})
 	t.Run("oversize spill dropped", func(t *testing.T) {
 		spec := sh(script)
 		spec.Stdout = subprocess.Output{TailBytes: 1000, SpillBytes: 100_000}

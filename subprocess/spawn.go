@@ -62,6 +62,7 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
 		pumpsDone: make(chan struct{}),
 	}
+	h.spill = s.spillPlace(spec.SpillDir)
 	cmd := &exec.Cmd{Path: path, Args: h.argv, Dir: dir, Env: env}
 	s.backend.prepare(cmd)
 
@@ -168,6 +169,24 @@ func (h *Handle) startPumps() {
 	}
 }
 
+// spillPlace is where spill files go for a Spec naming dir (the Service's own for "").
+func (s *Service) spillPlace(dir string) *spillPlace {
+	if dir == "" {
+		return &s.spill
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.places[dir]
+	if !ok {
+		if s.places == nil {
+			s.places = map[string]*spillPlace{}
+		}
+		p = &spillPlace{parent: dir}
+		s.places[dir] = p
+	}
+	return p
+}
+
 // admit counts a spawn in flight unless the Service is closed or full; done ends the count
 // once the new tree is registered, so Close never misses it.
 func (s *Service) admit(op, name string) (done func(), err error) {
@@ -262,7 +281,7 @@ func (io *stdio) setup(cmd *exec.Cmd, h *Handle, spec Spec) error {
 			io.child, io.parent = append(io.child, w), append(io.parent, r)
 			target = w
 			if o.Disposition == Collect {
-				h.collectors[i] = newCollector(Stream(i+1).String(), o, &h.svc.spill)
+				h.collectors[i] = newCollector(Stream(i+1).String(), o, h.spill)
 				h.pumpsR[i] = r
 			} else if i == 0 {
 				h.stdout = r

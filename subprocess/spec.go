@@ -3,6 +3,7 @@ package subprocess
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -110,6 +111,11 @@ type Spec struct {
 	// while descendants hold the pipes open; 0 means the same as Grace. A short one lets a
 	// call that leaves a daemon behind (`server &`) return quickly.
 	DrainGrace time.Duration
+	// SpillDir, when set, is where this tree's spill files go instead of the Service's: in a
+	// private (0700) directory the Service makes in it the first time a stream needs one,
+	// shared by every Spec that names the same SpillDir. It must be an absolute path. An
+	// adapter on a shared Service uses it to keep its spill files under its own retention.
+	SpillDir string
 	// Timeout, when > 0, bounds the whole result: when the result has not settled that long
 	// after Spawn (the leader still runs, or descendants still hold its pipes within
 	// DrainGrace), the tree is terminated and the Result says TimedOut.
@@ -153,6 +159,8 @@ func (s *Spec) check() error {
 		return invalid("spawn", "Grace", fmt.Sprintf("%v is negative; use 0 for the default", s.Grace))
 	case s.DrainGrace < 0:
 		return invalid("spawn", "DrainGrace", fmt.Sprintf("%v is negative; use 0 for the same as Grace", s.DrainGrace))
+	case s.SpillDir != "" && !filepath.IsAbs(s.SpillDir):
+		return invalid("spawn", "SpillDir", fmt.Sprintf("%q is not an absolute path", s.SpillDir))
 	case s.Timeout < 0:
 		return invalid("spawn", "Timeout", fmt.Sprintf("%v is negative; use 0 for no timeout", s.Timeout))
 	case s.Stdin.Kind < InputNull || s.Stdin.Kind > InputReader:
