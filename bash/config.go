@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,6 +89,13 @@ type Config struct {
 	// executor started outlives this process, even when it is killed with SIGKILL. It needs the
 	// kit's helper executable (subprocess.HelperMain); it is not a config-file key.
 	Guard bool
+	// Service, when set, is the Service the executor spawns on, owned by the caller (see the
+	// subprocess package doc): Close ends the executor's own commands but never closes it. Its
+	// environment, runtime root and guard apply, so Env, AllowEnv, TempDir and Guard, which
+	// configure a Service of the executor's own, must be unset; the startup variables
+	// (BASH_ENV, ENV, SHELLOPTS, BASHOPTS) of its environment are set empty for each command.
+	// Spill files still go under SpillDir. No file key.
+	Service *subprocess.Service
 }
 
 // configKey ties a file key to its Config field.
@@ -165,6 +173,18 @@ func (c Config) Validate() error {
 	if d.Timeout > d.MaxTimeout {
 		return configErr("Timeout", "%d ms is above maxTimeoutMs %d ms; raise maxTimeoutMs or lower timeoutMs",
 			d.Timeout.Milliseconds(), d.MaxTimeout.Milliseconds())
+	}
+	if c.Service != nil {
+		set := []string{}
+		for name, on := range map[string]bool{"Env": c.Env != nil, "AllowEnv": len(c.AllowEnv) > 0, "TempDir": c.TempDir != "", "Guard": c.Guard} {
+			if on {
+				set = append(set, name)
+			}
+		}
+		if len(set) > 0 {
+			slices.Sort(set)
+			return configErr("Service", "%s configure the executor's own Service; with a shared Service, set them on it", strings.Join(set, ", "))
+		}
 	}
 	if strings.ContainsAny(c.ManagedPrefix, "=\x00") {
 		return configErr("ManagedPrefix", "%q contains '=' or a NUL byte", c.ManagedPrefix)

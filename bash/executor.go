@@ -22,6 +22,7 @@ const stopSlack = 15 * time.Second
 type Executor struct {
 	cfg   Config // with defaults applied
 	svc   *subprocess.Service
+	owned bool // svc is the executor's own, closed by Close
 	store *spillStore
 	log   *slog.Logger
 
@@ -81,20 +82,23 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	c.SpillDir = store.root
-	svc, err := subprocess.New(subprocess.Config{
-		Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
-		TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard,
-	})
-	if err != nil {
-		store.close(context.Background())
-		return nil, &Error{Op: "new", Err: err}
+	svc, owned := c.Service, c.Service == nil
+	if owned {
+		svc, err = subprocess.New(subprocess.Config{
+			Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
+			TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard,
+		})
+		if err != nil {
+			store.close(context.Background())
+			return nil, &Error{Op: "new", Err: err}
+		}
 	}
 	if err := store.sweep(context.Background(), false); err != nil {
 		log.Warn("spill sweep", "err", err)
 	}
 	life, stop := context.WithCancel(context.Background())
 	return &Executor{
-		cfg: c, svc: svc, store: store, log: log, life: life, stopLife: stop,
+		cfg: c, svc: svc, owned: owned, store: store, log: log, life: life, stopLife: stop,
 		closing: make(chan struct{}), closeDone: make(chan struct{}),
 		procs: map[*Process]struct{}{}, lingering: map[*subprocess.Handle]struct{}{},
 	}, nil
@@ -255,11 +259,13 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 
 	var errs []error
-	if err := e.svc.Shutdown(ctx); err != nil {
-		errs = append(errs, err)
+	if e.owned { // one Shutdown ends every tree at once; a shared Service's other trees are not ours
+		if err := e.svc.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	e.inflight.Wait() // Exec calls return once their trees are gone (bounded by grace + 15s)
-	e.stopLife()
+	e.inflight.Wait() // Exec calls stop their trees on closing and return once they are gone (bounded by grace + 15s)
+	e.stopLife()      // lingering trees are closed (terminated) by their watchers
 	e.watchers.Wait()
 	e.mu.Lock()
 	procs := make([]*Process, 0, len(e.procs))
@@ -267,11 +273,18 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 		procs = append(procs, p)
 	}
 	e.mu.Unlock()
+	var wg sync.WaitGroup
+	var emu sync.Mutex
 	for _, p := range procs {
-		if err := p.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Go(func() {
+			if err := p.Close(); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	if err := e.store.close(ctx); err != nil {
 		errs = append(errs, err)
 	}

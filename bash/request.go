@@ -51,6 +51,16 @@ func modelEnv() []string {
 // still set them.
 func startupVars() []string { return []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"} }
 
+// emptyStartupVars sets every startup variable empty (bash then reads no file and sets no
+// option), for a Service whose environment may carry them; a Request's own values win.
+func emptyStartupVars() []string {
+	var out []string
+	for _, name := range startupVars() {
+		out = append(out, name+"=")
+	}
+	return out
+}
+
 // withoutStartupVars returns env minus the startup variables; never nil.
 func withoutStartupVars(env []string) []string {
 	drop := startupVars()
@@ -110,6 +120,12 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	}
 	if req.Stdin != nil {
 		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: req.Stdin}
+	}
+	if !e.owned {
+		// A shared Service's environment still has the host's startup variables, and its spill
+		// directory is not under the executor's retention.
+		spec.Env = append(emptyStartupVars(), env...)
+		spec.SpillDir = e.store.dir
 	}
 	return spec, timeout, nil
 }
