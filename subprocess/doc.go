@@ -32,6 +32,13 @@
 // Close, even by SIGKILL. The helper is this binary re-executed: call HelperMain first thing in
 // main (or name another helper binary in Config.Helper).
 //
+// Ownership: whoever creates a Service closes it, once. The kit's adapters (bash.Executor,
+// lsp.Client and lsp.Pool, coderuntime, shell) can be built on a Service the caller owns, so
+// one program has one runtime root, one guard and one sandbox policy; an adapter given a
+// Service ends only the trees it started, when it is closed, and never closes the Service. An
+// adapter given none makes a Service of its own and closes it with itself. A tree's spill
+// files can go under the adapter's own directory (Spec.SpillDir).
+//
 // Service.Close terminates every live tree, waits for it, removes the private runtime root, and
 // reports every failure joined. Every error is an *Error that names the operation and wraps one
 // of ErrInvalid, ErrNotFound, ErrPermission, ErrLimit, ErrClosed, ErrUnsupported or ErrSystem,
