@@ -256,12 +256,24 @@ func (c *collector) closeSpill() {
 	c.spill = nil
 }
 
-// cut makes a pump still blocked on r return as soon as it has read what r already holds.
-func cut(r *os.File) {
-	if r != nil {
-		r.SetReadDeadline(time.Unix(1, 0))
+// cut makes a pump still blocked on r return as soon as it has read what r already holds:
+// through a read deadline in the past where r has deadlines, else through cutBlocked where the
+// platform has one (Windows, whose os.Pipe ends are not pollable). It returns why the cut could
+// not be made (a file its pump has already closed included).
+func cut(r *os.File) error {
+	if r == nil {
+		return nil
 	}
+	err := r.SetReadDeadline(time.Unix(1, 0))
+	if errors.Is(err, os.ErrNoDeadline) && cutBlocked != nil {
+		return cutBlocked(r)
+	}
+	return err
 }
+
+// cutBlocked ends the reads blocked on a file that has no read deadline; nil where the platform
+// has no way to (see cut_windows.go).
+var cutBlocked func(r *os.File) error
 
 // seal closes the spill file once the stream has ended; when that fails before a result has
 // named the file, the path is not published.

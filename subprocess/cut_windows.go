@@ -1,0 +1,63 @@
+package subprocess
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/windows"
+)
+
+// On Windows the ends of os.Pipe are not pollable (Go 1.26): SetReadDeadline returns
+// os.ErrNoDeadline, so the deadline cut of the other platforms does nothing, and a pump would
+// stay blocked in ReadFile for as long as anything holds the write end. The cut cancels the
+// blocked read instead.
+func init() { cutBlocked = cancelPipeRead }
+
+// Back-off of the repeated cancels of cancelPipeRead.
+const (
+	cancelFirst = 500 * time.Microsecond
+	cancelMax   = 50 * time.Millisecond
+)
+
+// cancelPipeRead makes the pump blocked on r return. It cancels the pending ReadFile with
+// CancelIoEx, which the pump takes as the end of its stream, and goes on cancelling until the
+// pump has closed r: a cancel that lands between two reads finds nothing, and the next read
+// would block again. A read that finds bytes in the pipe completes at once and is never
+// pending, so what the pipe holds when the cut comes is still read, as on the other
+// platforms. It returns at once, with the error of the first cancel when even that one could
+// not be made; r already closed is os.ErrClosed.
+func cancelPipeRead(r *os.File) error {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if err := cancelIO(rc); err != nil {
+		return err
+	}
+	go func() {
+		for d := cancelFirst; ; d = min(2*d, cancelMax) {
+			time.Sleep(d)
+			if cancelIO(rc) != nil {
+				return // the pump has closed r (or cancelling has become impossible)
+			}
+		}
+	}()
+	return nil
+}
+
+// cancelIO cancels the I/O pending on rc's handle, if any. The handle stays open during the
+// call (Control holds a reference to it), so the number is never one the process has reused
+// for another file. It fails with os.ErrClosed once the pump has closed the file.
+func cancelIO(rc syscall.RawConn) error {
+	var cerr error
+	if rc.Control(func(fd uintptr) { cerr = windows.CancelIoEx(windows.Handle(fd), nil) }) != nil {
+		return os.ErrClosed // Control fails only on a closed file
+	}
+	if cerr == nil || errors.Is(cerr, windows.ERROR_NOT_FOUND) { // ERROR_NOT_FOUND: no read pending now
+		return nil
+	}
+	return fmt.Errorf("cancel the read of a pipe (CancelIoEx): %w", cerr)
+}
