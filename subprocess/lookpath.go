@@ -84,6 +84,8 @@ func resolveExecutable(name, cwd, pathList string, r pathRules) (string, error) 
 }
 
 // tryFile returns the executable at p, trying PATHEXT extensions where the platform has them.
+// There, a file whose name has no extension at all is not executable: os/exec on Windows
+// refuses to start one (it looks for the name with a PATHEXT extension instead).
 func (r pathRules) tryFile(p string) (string, error) {
 	if len(r.exts) > 0 {
 		ext := strings.ToLower(filepath.Ext(p))
@@ -96,6 +98,12 @@ func (r pathRules) tryFile(p string) (string, error) {
 			if r.check(p+e) == nil {
 				return p + e, nil
 			}
+		}
+		if ext == "" {
+			if err := r.check(p); err != nil {
+				return p, err
+			}
+			return p, kindError{ErrPermission, p + " has no extension: Windows programs are named with one (.exe, or another that PATHEXT lists)"}
 		}
 	}
 	return p, r.check(p)

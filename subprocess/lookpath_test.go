@@ -77,6 +77,18 @@ func TestResolvePathExt(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(a, "script.ps1"), got)
 	})
+	t.Run("a file without an extension is not executable", func(t *testing.T) {
+		noext := touchExe(t, b, "noext")
+		_, err := resolveExecutable(noext, "", "", r)
+		require.ErrorIs(t, err, ErrPermission)
+		assert.ErrorContains(t, err, "has no extension")
+		_, err = resolveExecutable("noext", "", path, r)
+		require.ErrorIs(t, err, ErrPermission, "found on PATH, but not executable")
+		touchExe(t, b, "noext.bat")
+		got, err := resolveExecutable("noext", "", path, r)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(b, "noext.bat"), got, "a PATHEXT variant is taken instead")
+	})
 	t.Run("absolute path without extension", func(t *testing.T) {
 		got, err := resolveExecutable(filepath.Join(a, "tool"), "", "", r)
 		require.NoError(t, err)
