@@ -4,6 +4,8 @@ package subprocess
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -17,7 +19,7 @@ import (
 	winproc "github.com/subkit/subkit/subprocess/windows"
 )
 
-// These run only on a Windows machine (none in CI).
+// These run on Windows, and under Wine through `make test-windows`.
 
 func TestWindowsBackendSeam(t *testing.T) {
 	b, err := newBackend(Config{})
@@ -65,4 +67,29 @@ func TestWindowsSpawnAndTerminate(t *testing.T) {
 	assert.NotEqual(t, 0, res.ExitCode)
 	assert.False(t, h.tree.alive())
 	require.NoError(t, h.Close())
+}
+
+func TestWindowsStartErrorKinds(t *testing.T) {
+	b := windowsBackend{}
+	for errno, want := range map[syscall.Errno]error{
+		xwin.ERROR_BAD_EXE_FORMAT:       ErrPermission,
+		xwin.ERROR_NOT_ENOUGH_MEMORY:    ErrLimit,
+		xwin.ERROR_NO_SYSTEM_RESOURCES:  ErrLimit,
+		xwin.ERROR_TOO_MANY_OPEN_FILES:  ErrLimit,
+		xwin.ERROR_FILENAME_EXCED_RANGE: ErrLimit,
+	} {
+		kind, hint := b.startError(&fs.PathError{Op: "fork/exec", Path: `C:\x.exe`, Err: errno})
+		assert.Equal(t, want, kind, "%v", errno)
+		assert.NotEmpty(t, hint, "%v", errno)
+	}
+	kind, _ := b.startError(errors.New("something else"))
+	assert.Nil(t, kind, "left to the portable classification")
+
+	// Through the Service's classification: not found comes first, then the backend's kinds.
+	s := &Service{backend: b}
+	err := s.startError("x", &fs.PathError{Op: "fork/exec", Path: "x", Err: xwin.ERROR_BAD_EXE_FORMAT})
+	assert.ErrorIs(t, err, ErrPermission)
+	assert.ErrorIs(t, err, xwin.ERROR_BAD_EXE_FORMAT)
+	assert.ErrorIs(t, s.startError("x", &fs.PathError{Op: "fork/exec", Path: "x", Err: xwin.ERROR_FILE_NOT_FOUND}), ErrNotFound)
+	assert.ErrorIs(t, s.startError("x", &fs.PathError{Op: "fork/exec", Path: "x", Err: xwin.ERROR_ACCESS_DENIED}), ErrPermission)
 }
