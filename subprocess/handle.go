@@ -322,7 +322,8 @@ func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 }
 
 // Updated returns a channel that is closed when stream s receives bytes after the call, or
-// ends; a reader waits on it instead of polling ReadOutput. It is nil when s is not collected.
+// ends; it is nil when s is not collected. Bytes that arrived before the call do not close it:
+// take the channel before the ReadOutput it follows, or use WaitOutput, which does.
 func (h *Handle) Updated(s Stream) <-chan struct{} {
 	if h.valid("updated") != nil || s != Stdout && s != Stderr || h.collectors[s-1] == nil {
 		return nil

@@ -28,17 +28,19 @@ func interactiveBash(t *testing.T, svc *subprocess.Service) *subprocess.Terminal
 	return term
 }
 
-// screenWait polls the terminal's output until it contains text.
+// screenWait follows the terminal's output (Terminal.WaitOutput) until it contains text.
 func screenWait(t *testing.T, term *subprocess.Terminal, text string) string {
 	t.Helper()
-	var screen string
-	require.Eventually(t, func() bool {
-		d, err := term.ReadOutput(0, 0)
-		require.NoError(t, err)
-		screen = string(d.Data)
-		return strings.Contains(screen, text)
-	}, 10*time.Second, 5*time.Millisecond, "waiting for %q; screen: %q", text, screen)
-	return screen
+	ctx := ctxT(t, 10*time.Second)
+	var screen strings.Builder
+	for next := int64(0); !strings.Contains(screen.String(), text); {
+		d, err := term.WaitOutput(ctx, next, 0)
+		require.NoError(t, err, "waiting for %q; screen: %q", text, screen.String())
+		screen.Write(d.Data)
+		next = d.Next
+		require.False(t, d.Done && !strings.Contains(screen.String(), text), "output ended before %q; screen: %q", text, screen.String())
+	}
+	return screen.String()
 }
 
 func TestTerminalForegroundInterrupt(t *testing.T) {

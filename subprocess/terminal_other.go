@@ -30,7 +30,10 @@ func (t *Terminal) Foreground(context.Context) (Foreground, error) {
 }
 func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal() }
 func (t *Terminal) Updated() <-chan struct{}                          { return nil }
-func (t *Terminal) Done() <-chan struct{}                             { return closedChan() }
+func (t *Terminal) WaitOutput(ctx context.Context, from int64, max int) (Delta, error) {
+	return Delta{}, errNoTerminal()
+}
+func (t *Terminal) Done() <-chan struct{} { return closedChan() }
 func (t *Terminal) Wait(context.Context) (TerminalResult, error) {
 	return TerminalResult{}, errNoTerminal()
 }

@@ -205,12 +205,26 @@ func lastRuneStart(p []byte) int {
 }
 
 // Updated returns a channel that is closed when output arrives after the call, or the
-// output ends; wait on it between ReadOutput calls instead of polling.
+// output ends. Output that arrived before the call does not close it: take the channel before
+// the ReadOutput it follows, or use WaitOutput, which does.
 func (t *Terminal) Updated() <-chan struct{} {
 	if t.valid("updated") != nil {
 		return nil
 	}
 	return t.out.updated()
+}
+
+// WaitOutput waits until the terminal has output past offset from, or its output has ended,
+// and then reads from there as ReadOutput does; it returns ctx's error (with an empty read)
+// when ctx ends first. It never misses output, however it races with the program.
+func (t *Terminal) WaitOutput(ctx context.Context, from int64, max int) (Delta, error) {
+	if err := t.valid("wait terminal output"); err != nil {
+		return Delta{}, err
+	}
+	if err := checkCtx("wait terminal output", "", ctx); err != nil {
+		return Delta{}, err
+	}
+	return waitRead(ctx, t.out, t.ReadOutput, from, max)
 }
 
 // Resize changes the terminal size; the foreground program gets SIGWINCH.
