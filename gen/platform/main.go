@@ -58,20 +58,21 @@ var table = []capability{
 		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
 		"POSIX: own process group, signals to -pgid. " +
 			"macOS (best effort until something runs it on a Mac): the same POSIX code, the leader's exit from a kqueue EVFILT_PROC, members found by sysctl kern.proc reads; compiled and vetted for darwin/amd64 and darwin/arm64, its tests built but not run. " +
-			"Windows (best effort; nothing runs on real Windows in CI): a job object per tree (started suspended, assigned, resumed; KILL_ON_JOB_CLOSE); Terminate sends CTRL_BREAK_EVENT to the tree's console group where the host has a console, then TerminateJobObject after the grace; WaitForExit counts the job's active processes. Where the job is refused: `taskkill /PID <pid> /T /F` behind a pid + creation-time fence, and only the direct child is watched. " +
-			"Tested on Linux through fakes of the OS calls and of the taskkill runner: job route, assign refused -> taskkill, taskkill success / not found / access denied (exit 128) / missing binary / timeout, identity changed -> no kill, resume failure, Ctrl-Break guards; the real Windows bindings are only compiled and vetted (windows/amd64, windows/arm64), and their Windows-only tests exist but no CI runner runs them. " +
+			"Windows (best effort until something runs it on real Windows): a job object per tree (started suspended, assigned, resumed; KILL_ON_JOB_CLOSE); Terminate sends CTRL_BREAK_EVENT to the tree's console group where the host has a console, then TerminateJobObject after the grace; WaitForExit counts the job's active processes. Where the job is refused: `taskkill /PID <pid> /T /F` behind a pid + creation-time fence, and only the direct child is watched. " +
+			"Runs under Wine 8.0 in CI (`make test-windows`, real processes): the job route, the identity recorded at spawn, Terminate and Timeout of a tree with grandchildren, WaitForExit by job accounting, Close of live trees, start errors (ERROR_BAD_EXE_FORMAT). Windows only (skipped under Wine, which cannot do them): the taskkill route (Wine's taskkill rejects /T) and Ctrl-Break delivery (no console; Wine does not deliver the event to a child). Every route and outcome is also tested on Linux through fakes of the OS calls and of the taskkill runner: assign refused -> taskkill, taskkill success / not found / access denied (exit 128) / missing binary / timeout, identity changed -> no kill, resume failure, Ctrl-Break guards. " +
 			"Other Unix: the POSIX code compiles but is not tested."},
 	{"capCollect", "Stream dispositions, bounded tails, spill files, offset reads",
 		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "otherunix", BestEffort, "other", Unsupported),
-		"Portable code; tested on Linux only (Windows: compiled, not run)." +
+		"Portable code; tested on Linux." +
+			" Windows: runs under Wine 8.0 in CI with real processes (tails, spill files, offset reads, stdin bytes and pipes, the drain bound with a grandchild holding stdout, and the cut of a pipe held outside the tree, which cancels the blocked read with CancelIoEx since Windows pipes have no read deadline); not run on real Windows." +
 			" macOS: compiled, not run."},
 	{"capEnvScrub", "Credential-scrubbed env, ResolveExecutable",
 		with(all(Full), "darwin", BestEffort, "windows", BestEffort, "other", Unsupported),
-		"Windows: case-insensitive names and PATHEXT; the Windows rules (merge, scrub, lookup, PATHEXT order, `;` PATH) are unit-tested on every OS, never on real Windows." +
+		"Windows: case-insensitive names and PATHEXT; a file without an extension is not executable (os/exec would not start it). The Windows rules (merge, scrub, lookup, PATHEXT order, `;` PATH) are unit-tested on every OS, and run under Wine 8.0 in CI with real children (the scrub and merge as the child sees them, PATHEXT order, a .cmd run through cmd.exe); not run on real Windows." +
 			" macOS: the POSIX rules, tested on Linux; compiled, not run on a Mac."},
 	{"capTerminals", "Terminals (pty), foreground groups",
 		with(all(Unsupported), "linux", Full, "darwin", BestEffort, "otherunix", BestEffort),
-		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux. Windows: unsupported (no ConPTY backend)." +
+		"creack/pty; UTF-8 bridged output with offset reads; identity-fenced cleanup of the session (Linux: session enumeration and cookies; macOS: identities seen by foreground inspections and the session). Tested on Linux. Windows: unsupported (no ConPTY backend; Wine 8.0, where CI could test one, creates a pseudo console, but a child's standard handles do not reach it, only writes to CON do, and ResizePseudoConsole is not implemented)." +
 			" macOS keeps the pty master blocking (under kqueue a non-blocking master makes reads spin, creack/pty #174): a read holds a thread, and one that a process outside the cleanup keeps open outlasts Close; compiled and vetted, its tests not run on a Mac."},
 	{"capInspect", "Process inspection (procinspect)",
 		with(all(Unsupported), "linux", Full, "darwin", BestEffort),
