@@ -1,0 +1,112 @@
+package shell
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Sentinel kinds. Every error of this package wraps one of them (test with errors.Is) and is an
+// *Error, a *ConfigError or a *SyntaxError that says where (test with errors.As). Errors of the
+// subprocess Service pass through wrapped, so its kinds match too.
+var (
+	// ErrInvalid: a Config, an argument or a context is wrong; the message names it. It is
+	// subprocess.ErrInvalid, so one test covers both layers.
+	ErrInvalid = subprocess.ErrInvalid
+	// ErrNotFound: bash does not exist, or a Manager has no session with the id given (it
+	// was closed or pruned). It is subprocess.ErrNotFound.
+	ErrNotFound = subprocess.ErrNotFound
+	// ErrUnsupported: the platform has no terminals (Windows). It is subprocess.ErrUnsupported.
+	ErrUnsupported = subprocess.ErrUnsupported
+	// ErrClosed: the Session or Manager was closed; open a new one.
+	ErrClosed = errors.New("session is closed")
+	// ErrBusy: a command is still running in the session; Poll it, Write input to it or
+	// Interrupt it before the next Run.
+	ErrBusy = errors.New("a command is still running")
+	// ErrExited: the shell has ended (exit, a signal, or its terminal went away); nothing can
+	// run in this session any more. Open a new one.
+	ErrExited = errors.New("the shell has exited")
+	// ErrSyntax: the command has a syntax error (found by `bash -n` before anything ran). The
+	// error is a *SyntaxError with bash's message.
+	ErrSyntax = errors.New("syntax error")
+	// ErrStart: the shell started but never became ready (it exited, or printed no prompt
+	// marker within Config.StartTimeout).
+	ErrStart = errors.New("the shell did not start")
+)
+
+// Error is a failed operation of a Session or a Manager.
+type Error struct {
+	Op   string // "open", "run", "write", "poll", "interrupt", "read transcript", "close", "get", ...
+	ID   string // the session id, for sessions of a Manager; "" otherwise
+	Kind error  // one of the sentinel errors above, or nil
+	Err  error  // the cause, or nil
+	Hint string // what the caller can do about it, when there is something to say
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("shell: ")
+	b.WriteString(e.Op)
+	if e.ID != "" {
+		b.WriteString(" session ")
+		b.WriteString(e.ID)
+	}
+	if e.Kind != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Kind.Error())
+	}
+	if e.Err != nil && (e.Kind == nil || e.Err.Error() != e.Kind.Error()) {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the kind and the cause, so errors.Is matches both.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// ConfigError is a bad Config or ManagerConfig field. It wraps ErrInvalid.
+type ConfigError struct {
+	Field string // "MaxOutputBytes", "Yield", "MaxSessions", ...
+	Err   error  // what is wrong
+}
+
+func (e *ConfigError) Error() string {
+	return "shell: config " + e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns ErrInvalid and the cause.
+func (e *ConfigError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+// SyntaxError is a command that `bash -n` refused: nothing of it ran. It wraps ErrSyntax.
+type SyntaxError struct {
+	Command string
+	// Message is what bash said, e.g. "bash: line 1: syntax error near unexpected token `)'".
+	Message string
+}
+
+func (e *SyntaxError) Error() string {
+	return "shell: run: syntax error, nothing ran: " + e.Message
+}
+
+// Unwrap returns ErrSyntax.
+func (e *SyntaxError) Unwrap() error { return ErrSyntax }
+
+func invalid(op, what string) error {
+	return &Error{Op: op, Kind: ErrInvalid, Err: errors.New(what)}
+}

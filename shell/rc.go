@@ -1,0 +1,156 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The shell side of a session: an rc file, read by the interactive bash instead of ~/.bashrc,
+// that sets up the prompt marker, and the line typed for each command.
+//
+// Every name the rc file defines carries the session's nonce (__sk_<nonce>_p, ...), and so
+// does every line the session types, so whatever bash echoes of them (set -x traces of the
+// typed line, set -v listings of PROMPT_COMMAND) is recognised and left out of the transcript.
+//
+// Markers. PROMPT_COMMAND runs `{ __sk_N_p; } 2>/dev/null` before every prompt: the group's
+// redirection keeps set -x from tracing it, and __sk_N_p prints
+//
+//	ESC ] 6973 ; <nonce> ; <status> ; <flags> ; <command number> ; <printf %q of $PWD> BEL
+//
+// to /dev/tty (so `exec >file` in the session does not swallow it). The status is $? of the
+// command; %q output has no raw control character, so the marker cannot be cut by the cwd.
+// PS1, PS2 and PS0 are kept empty: the output shows no prompt text.
+//
+// Commands. Each Run writes the command to a file of the session's private directory and
+// types `^U { __sk_N_b SEQ; } 2>/dev/null; builtin source FILE; { __sk_N_a; } 2>/dev/null`:
+// ^U clears any half-typed input, __sk_N_b records the command's number for its marker (so a
+// late marker of an earlier line can never end a later command) and keeps $?,
+// sourcing keeps the shell's state (cd, export, functions, declare) exactly as typing would,
+// avoids the terminal's line-length limit, and gives the command its own frame to leave.
+// __sk_N_a puts the session's hook back in front of PROMPT_COMMAND when the command replaced it
+// (flag P), and keeps $?.
+//
+// set -e. An interactive bash with errexit exits at the first failing command, which would end
+// the session (OpenHands #10550). The ERR trap (inherited by functions through set -E, which
+// the session keeps on) runs exactly where errexit would end the shell; when errexit is on (or
+// such an unwinding has begun) it returns from the current function or sourced file, so the
+// command stops at its first failure as a script would, and at the top level it turns errexit
+// off just long enough to get back to the prompt, where __sk_N_p turns it on again (flag E).
+// In subshells and command substitutions it does nothing: bash's own errexit ends them, as in
+// a script. Two cases stay out of reach: an expansion error under set -e (an unbound variable
+// with set -u, a bad substitution, ${x:?}) makes bash exit at once without any trap, and a
+// command that sets its own ERR trap replaces this one. The Step then says exited, with a note
+// when errexit was on (flag e: errexit is on at this prompt).
+
+// markerPrefix starts every marker; the nonce follows.
+const markerPrefix = "\x1b]6973;"
+
+// markerMax bounds a marker's length (PATH_MAX quoted by %q, with room to spare); a longer
+// sequence is not a marker.
+const markerMax = 64 << 10
+
+// rcFile is the rc file of a session with this nonce.
+func rcFile(nonce string) string {
+	n := "__sk_" + nonce
+	var b strings.Builder
+	w := func(lines ...string) {
+		for _, l := range lines {
+			b.WriteString(strings.ReplaceAll(l, "__N__", n+"_"))
+			b.WriteByte('\n')
+		}
+	}
+	w(
+		"# subkit shell session setup (generated)",
+		"set +o xtrace +o verbose +o errexit +o nounset +o history 2>/dev/null",
+		"unset BASH_ENV ENV HISTFILE 2>/dev/null",
+		"PS1='' PS2='' PS0=''",
+		"__N__pc='{ __N__p; } 2>/dev/null'",
+		// The ERR trap's test: 0 means "return from this frame".
+		"__N__e() {",
+		"  if (( ${BASHPID:-$$} != $$ || BASH_SUBSHELL > 0 )); then return 1; fi",
+		"  if [[ $- != *e* && -z ${__N__u-} ]]; then return 1; fi",
+		"  if (( ${#FUNCNAME[@]} > 1 )); then __N__u=1; return 0; fi",
+		"  set +e; __N__ee=1; __N__u=; return 1",
+		"}",
+		"__N__p() {",
+		"  local s=$? q= f=${__N__f-} c=${__N__c-}",
+		"  __N__f= __N__c=",
+		"  if [[ -n ${__N__ee-} ]]; then __N__ee=; set -e; f+=E; fi",
+		"  __N__u=",
+		"  if [[ -n ${PS1-}${PS2-}${PS0-} ]]; then PS1='' PS2='' PS0=''; f+=S; fi",
+		"  if [[ $- == *e* ]]; then f+=e; fi",
+		"  builtin printf -v q %q \"${PWD-}\"",
+		"  { builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$q\" >/dev/tty; } 2>/dev/null ||",
+		"    builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$q\"",
+		"  return 0",
+		"}",
+		// Before a command: its number, for its marker; $? kept (but never a failure
+		// under set -e, which would stop the typed line).
+		"__N__b() {",
+		"  local s=$?",
+		"  __N__c=$1",
+		"  if [[ $- == *e* ]]; then return 0; fi",
+		"  return $s",
+		"}",
+		"__N__a() {",
+		"  local s=$?",
+		"  if [[ $- != *E* ]]; then set -E; fi",
+		"  if [[ ${PROMPT_COMMAND-} != \"$__N__pc\"* ]]; then",
+		"    if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then",
+		"      PROMPT_COMMAND=(\"$__N__pc\" \"${PROMPT_COMMAND[@]}\")",
+		"    else",
+		"      PROMPT_COMMAND=\"$__N__pc\"$'\\n'\"${PROMPT_COMMAND-}\"",
+		"    fi",
+		"    __N__f+=P",
+		"  fi",
+		"  return $s",
+		"}",
+		"PROMPT_COMMAND=$__N__pc",
+		"set -E",
+		"trap '{ __N__e && return; } 2>/dev/null' ERR",
+		"stty -echo 2>/dev/null",
+	)
+	return b.String()
+}
+
+// typedLine is what the session types to run command number seq from the file at path.
+func typedLine(nonce string, seq int, path string) []byte {
+	n := "__sk_" + nonce
+	return []byte("\x15{ " + n + "_b " + strconv.Itoa(seq) + "; } 2>/dev/null; builtin source " + shellQuote(path) +
+		"; { " + n + "_a; } 2>/dev/null\n")
+}
+
+// shellQuote quotes s for bash: single quotes, with ' written as '\''.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// marker is one prompt marker: the shell is back at its prompt.
+type marker struct {
+	status int
+	flags  string
+	seq    int // the number of the command that ended, 0 for a line typed at the prompt
+	cwd    string
+	cwdOK  bool // the cwd field decoded
+}
+
+// parseMarker parses the body of a marker after its nonce and ';', up to BEL excluded:
+// status;flags;seq;cwd.
+func parseMarker(fields string) (marker, bool) {
+	parts := strings.SplitN(fields, ";", 4)
+	if len(parts) != 4 {
+		return marker{}, false
+	}
+	n, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return marker{}, false
+	}
+	m := marker{status: n, flags: parts[1]}
+	if parts[2] != "" {
+		if m.seq, err = strconv.Atoi(parts[2]); err != nil || m.seq <= 0 {
+			return marker{}, false
+		}
+	}
+	m.cwd, m.cwdOK = unquote(parts[3])
+	return m, true
+}

@@ -1,0 +1,917 @@
+package shell
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// State is where a session's shell stands at the end of a Step.
+type State string
+
+const (
+	// StateCompleted: the shell is back at its prompt; the Step has the command's exit
+	// status and the shell's cwd.
+	StateCompleted State = "completed"
+	// StateRunning: the command (or whatever it started in the foreground) still runs; the
+	// Step names the terminal's foreground process group. Poll, Write input to it, or
+	// Interrupt it.
+	StateRunning State = "running"
+	// StateExited: the shell has ended; the Step has its exit status. The session can run
+	// nothing more.
+	StateExited State = "exited"
+)
+
+// Step is what one Run, Write, Poll or Interrupt saw: the output since the previous Step and
+// where the shell stands now.
+type Step struct {
+	State State
+	// Command is the command this Step is about: the last one given to Run (or the line
+	// written to the shell at its prompt), still running or just finished.
+	Command string
+	// Output is the new output since the previous Step, as Render shows it: at most
+	// Config.MaxOutputBytes from the head and the tail of it, with a mark saying how many
+	// bytes were left out between them (Omitted).
+	Output  string
+	Omitted int64
+	// From and Next are the transcript offsets of this Step's output: ReadTranscript(From, 0)
+	// reads it whole while the transcript still holds it; Next is where the next Step starts.
+	From, Next int64
+	// Lost counts terminal bytes of this Step that the session could not read in time (its
+	// reader fell more than the terminal's buffer behind a flood); they are in no transcript.
+	Lost int64
+	// ExitCode is, for StateCompleted, the command's status ($?: 128+N when signal N ended
+	// it, 130 after an Interrupt); for StateExited, the shell's status, or -1 when a signal
+	// ended it (Signal says which). It is -1 while running.
+	ExitCode int
+	Signal   string
+	// Cwd is the shell's working directory at its last prompt ("" when it could not be read).
+	Cwd string
+	// Duration is how long the command ran (completed) or has run so far (running), from the
+	// moment it was sent.
+	Duration time.Duration
+	// Foreground is, for StateRunning, the command name of the terminal's foreground process
+	// group (its leader's, e.g. "python3", "sleep"); the shell's own name ("bash") when the
+	// shell itself runs in the foreground (a builtin, a loop, `read`). ForegroundPid is its pid.
+	Foreground    string
+	ForegroundPid int
+	// Notes are short sentences for the reader: the command replaced PROMPT_COMMAND and the
+	// session put its hook back, set -e stopped a command, output was lost, ...
+	Notes []string
+}
+
+// Info is a Session at one moment, without waiting for anything.
+type Info struct {
+	ID       string
+	Pid      int
+	State    State
+	Command  string // the last command
+	ExitCode int    // as in Step: the last command's status, or the shell's once it exited
+	Cwd      string
+	Idle     time.Duration // since the session was last used (Run, Write, Poll, Interrupt)
+}
+
+// Session is one interactive bash on a terminal of its own, for a model to type into: a cd,
+// an export, a function or an activated virtualenv stays for the next command. All methods
+// are safe for concurrent use; Run, Write, Poll and Interrupt take turns.
+type Session struct {
+	cfg    Config
+	svc    *subprocess.Service
+	ownSvc bool
+	id     string
+	term   *subprocess.Terminal
+	bash   string
+	nonce  string
+	dir    string
+	log    *slog.Logger
+	clock  *atomic.Uint64 // shared with a Manager: the order of use, for pruning
+	used   atomic.Uint64
+	usedAt atomic.Int64 // unix nanoseconds of the last use
+
+	turn chan struct{} // held by the Run, Write, Poll or Interrupt in progress
+
+	life       context.Context // ends when Close begins
+	stop       context.CancelFunc
+	readerStop chan struct{}
+	readerDone chan struct{}
+	writers    sync.WaitGroup // goroutines writing to the terminal
+	inflight   sync.WaitGroup // calls past the closed check
+
+	rmu     sync.Mutex // the reader's state
+	sc      *scanner
+	off     int64
+	pending chan error // a write to the terminal still in progress, or nil
+
+	mu       sync.Mutex
+	tr       *transcript
+	changed  chan struct{} // closed and replaced at every marker and at the end of output
+	ready    bool
+	waiting  bool // a command was sent and its marker has not come
+	waitSeq  int  // the number of the command waited for; 0 for a line written at the prompt
+	command  string
+	sent     time.Time
+	doneAt   time.Time
+	status   int
+	cwd      string
+	flags    string // marker flags since the last Step
+	errexit  bool   // set -e was on at the last prompt
+	lost     int64  // since the last Step
+	ended    bool   // the terminal's output has ended
+	closed   bool
+	seq      int
+	cmdFiles []string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a session: a fresh interactive, non-login bash on a pty (Config.Cols x Rows)
+// that reads no startup file of the user, in the model-friendly environment, under the
+// Service's guard when it has one. It returns once the shell shows its first prompt.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	return open(ctx, cfg, "", nil)
+}
+
+func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Session, error) {
+	const op = "open"
+	if ctx == nil {
+		return nil, invalid(op, "nil context")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Op: op, ID: id, Err: err}
+	}
+	c := cfg.withDefaults()
+	s := &Session{cfg: c, svc: c.Service, id: id, clock: clock, log: c.Logger,
+		turn: make(chan struct{}, 1), changed: make(chan struct{}),
+		readerStop: make(chan struct{}), readerDone: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = new(atomic.Uint64)
+	}
+	s.life, s.stop = context.WithCancel(context.Background())
+	s.tr = newTranscript(c.TranscriptBytes, c.MaxOutputBytes)
+	fail := func(err error) (*Session, error) {
+		close(s.readerStop)
+		if s.term == nil {
+			close(s.readerDone)
+		}
+		err = errors.Join(err, s.release())
+		return nil, err
+	}
+	if s.svc == nil {
+		sc := c.ServiceConfig
+		env := sc.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		sc.Env = withoutStartupVars(env)
+		svc, err := subprocess.New(sc)
+		if err != nil {
+			return nil, &Error{Op: op, ID: id, Err: err}
+		}
+		s.svc, s.ownSvc = svc, true
+	}
+	bash, err := s.svc.ResolveExecutable(c.Bash)
+	if err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err, Hint: "install bash or set Config.Bash"})
+	}
+	s.bash = bash
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err})
+	}
+	s.nonce = hex.EncodeToString(nonce)
+	dir, err := os.MkdirTemp(s.svc.RuntimeRoot(), "shell-")
+	if err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err, Hint: "the Service's runtime root is not writable"})
+	}
+	s.dir = dir
+	rc := filepath.Join(dir, "rc")
+	if err := os.WriteFile(rc, []byte(rcFile(s.nonce)), 0o600); err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err})
+	}
+	s.sc = newScanner(s.nonce, s.emit, s.marker)
+	env := append(modelEnv(), c.Env...)
+	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
+		Path: bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"},
+		Dir: c.Dir, Env: env, Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes, Grace: c.Grace,
+	})
+	if err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err})
+	}
+	s.term = term
+	go s.read()
+	if err := s.awaitReady(ctx); err != nil {
+		return fail(err)
+	}
+	s.touch()
+	return s, nil
+}
+
+// awaitReady waits for the first marker: the rc file ran and the shell shows its prompt.
+func (s *Session) awaitReady(ctx context.Context) error {
+	timer := time.NewTimer(s.cfg.StartTimeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		ready, ch := s.ready, s.changed
+		s.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-ch:
+			continue
+		case <-ctx.Done():
+			return &Error{Op: "open", ID: s.id, Err: ctx.Err()}
+		case <-timer.C:
+		case <-s.term.Done():
+			s.catchUp()
+			s.mu.Lock()
+			ready = s.ready
+			s.mu.Unlock()
+			if ready {
+				return nil
+			}
+		}
+		s.catchUp()
+		s.flushLine()
+		s.mu.Lock()
+		out, _ := s.tr.ring.ReadAt(0, 0)
+		s.mu.Unlock()
+		what := fmt.Sprintf("no prompt marker within %v", s.cfg.StartTimeout)
+		if isDone(s.term.Done()) {
+			r, _ := s.term.Wait(context.Background())
+			what = fmt.Sprintf("the shell exited first (status %d%s)", r.ExitCode, signalSuffix(r.Signal))
+		}
+		return &Error{Op: "open", ID: s.id, Kind: ErrStart, Err: errors.New(what),
+			Hint: "its output: " + strings.TrimSpace(Render(out))}
+	}
+}
+
+func signalSuffix(sig string) string {
+	if sig == "" {
+		return ""
+	}
+	return ", " + sig
+}
+
+// ID is the session's id in its Manager, or "" for a session opened alone.
+func (s *Session) ID() string {
+	if s == nil {
+		return ""
+	}
+	return s.id
+}
+
+// Pid is the shell's pid (it leads the terminal's session), or 0.
+func (s *Session) Pid() int {
+	if s == nil || s.term == nil {
+		return 0
+	}
+	return s.term.Pid()
+}
+
+func (s *Session) touch() {
+	s.used.Store(s.clock.Add(1))
+	s.usedAt.Store(time.Now().UnixNano())
+}
+
+// enter admits a call: a valid Session, a context, not closed.
+func (s *Session) enter(op string, ctx context.Context) error {
+	if s == nil || s.term == nil {
+		return &Error{Op: op, Kind: ErrInvalid, Err: errors.New("the Session was not returned by Open"),
+			Hint: "use the *Session that Open or Manager.Open returned"}
+	}
+	if ctx == nil {
+		return &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("nil context")}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &Error{Op: op, ID: s.id, Kind: ErrClosed}
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// takeTurn waits for the session's turn.
+func (s *Session) takeTurn(op string, ctx context.Context) error {
+	select {
+	case s.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &Error{Op: op, ID: s.id, Err: ctx.Err(), Hint: "another call on this session is still waiting"}
+	case <-s.life.Done():
+		return &Error{Op: op, ID: s.id, Kind: ErrClosed}
+	}
+}
+
+// take waits for the session's turn; an ended ctx never gets it.
+func (s *Session) take(op string, ctx context.Context) error {
+	if err := s.takeTurn(op, ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		s.give()
+		if isDone(s.life.Done()) {
+			return &Error{Op: op, ID: s.id, Kind: ErrClosed}
+		}
+		return &Error{Op: op, ID: s.id, Err: err}
+	}
+	return nil
+}
+
+func (s *Session) give() { <-s.turn }
+
+func (s *Session) yield(op string, d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: fmt.Errorf("yield %v is negative; use 0 for the default %v", d, s.cfg.Yield)}
+	case d > s.cfg.MaxYield:
+		return 0, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: fmt.Errorf("yield %v is above MaxYield %v", d, s.cfg.MaxYield),
+			Hint: "Poll again to keep waiting"}
+	case d == 0:
+		return s.cfg.Yield, nil
+	}
+	return d, nil
+}
+
+// Run sends command to the shell and waits until it finishes (StateCompleted), the shell
+// ends (StateExited) or yield has passed (StateRunning: it goes on; Poll, Write or Interrupt
+// it). Yield 0 means Config.Yield. The command runs as if typed at the prompt (it is sourced
+// from a private file: no length limit, no echo), so state it changes stays. A command with a
+// syntax error is refused before anything runs (a *SyntaxError, from `bash -n`). Run fails with
+// ErrBusy while an earlier command still runs and ErrExited once the shell has ended; an
+// error means the command did not run, except a context that ends while waiting (the command
+// then runs on, and the next Step reports it).
+func (s *Session) Run(ctx context.Context, command string, yield time.Duration) (Step, error) {
+	const op = "run"
+	if err := s.enter(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.inflight.Done()
+	switch {
+	case strings.TrimSpace(command) == "":
+		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("no command given")}
+	case strings.ContainsRune(command, 0):
+		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("the command contains a NUL byte")}
+	case len(command) > MaxCommandBytes:
+		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
+			Err: fmt.Errorf("the command is %d bytes, above MaxCommandBytes (%d)", len(command), MaxCommandBytes),
+			Hint: "write it to a file and run the file"}
+	}
+	y, err := s.yield(op, yield)
+	if err != nil {
+		return Step{}, err
+	}
+	ctx, cancel := s.bind(ctx)
+	defer cancel()
+	if err := s.take(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.give()
+	s.touch()
+	if err := s.runnable(op); err != nil {
+		return Step{}, err
+	}
+	if err := s.checkSyntax(ctx, command); err != nil {
+		return Step{}, err
+	}
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	old := s.cmdFiles
+	s.cmdFiles = nil
+	s.mu.Unlock()
+	for _, f := range old {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("remove command file", "path", f, "err", err)
+		}
+	}
+	path := filepath.Join(s.dir, fmt.Sprintf("%s-%d", s.nonce, seq))
+	if err := os.WriteFile(path, []byte(command+"\n"), 0o600); err != nil {
+		return Step{}, &Error{Op: op, ID: s.id, Err: err, Hint: "nothing ran"}
+	}
+	s.mu.Lock()
+	s.cmdFiles = append(s.cmdFiles, path)
+	s.waiting, s.waitSeq, s.command, s.sent = true, seq, command, time.Now()
+	s.mu.Unlock()
+	if sent, err := s.input(ctx, typedLine(s.nonce, seq, path)); err != nil {
+		if !sent {
+			s.mu.Lock()
+			s.waiting = false
+			s.mu.Unlock()
+			return Step{}, &Error{Op: op, ID: s.id, Err: err, Hint: "the command could not be typed; nothing ran"}
+		}
+		return Step{}, &Error{Op: op, ID: s.id, Err: err,
+			Hint: "the terminal had not taken the command yet; it will run when it does, and Poll reports it"}
+	}
+	return s.waitStep(op, ctx, y)
+}
+
+// runnable says why a command cannot be sent now.
+func (s *Session) runnable(op string) error {
+	if isDone(s.term.Done()) {
+		r, _ := s.term.Wait(context.Background())
+		return &Error{Op: op, ID: s.id, Kind: ErrExited,
+			Err:  fmt.Errorf("status %d%s", r.ExitCode, signalSuffix(r.Signal)),
+			Hint: "nothing ran; open a new session"}
+	}
+	s.mu.Lock()
+	waiting, cmd := s.waiting, s.command
+	s.mu.Unlock()
+	if waiting {
+		return &Error{Op: op, ID: s.id, Kind: ErrBusy, Err: fmt.Errorf("%q has not finished", cmd),
+			Hint: "nothing ran; Poll it, Write input to it, or Interrupt it first"}
+	}
+	return nil
+}
+
+// Write types chars into the terminal, as a person would (a newline is Enter, "\x03" is
+// Ctrl-C as a character, "\x04" Ctrl-D), for the program in the foreground: the running
+// command, a REPL or a debugger it started, or the shell itself at its prompt, which then
+// runs the line. Then it waits as Run does. Empty chars is Poll. At most MaxInputBytes; a
+// terminal in line mode takes lines of up to 4095 bytes. It fails with ErrExited once the
+// shell has ended (nothing is written).
+func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) (Step, error) {
+	const op = "write"
+	if err := s.enter(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.inflight.Done()
+	if len(chars) > MaxInputBytes {
+		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
+			Err: fmt.Errorf("%d bytes is above MaxInputBytes (%d)", len(chars), MaxInputBytes)}
+	}
+	y, err := s.yield(op, yield)
+	if err != nil {
+		return Step{}, err
+	}
+	ctx, cancel := s.bind(ctx)
+	defer cancel()
+	if err := s.take(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.give()
+	s.touch()
+	if chars != "" {
+		if isDone(s.term.Done()) {
+			r, _ := s.term.Wait(context.Background())
+			return Step{}, &Error{Op: op, ID: s.id, Kind: ErrExited,
+				Err: fmt.Errorf("status %d%s", r.ExitCode, signalSuffix(r.Signal)), Hint: "nothing was written"}
+		}
+		s.mu.Lock()
+		toShell := !s.waiting && strings.ContainsAny(chars, "\r\n")
+		if toShell {
+			// A line for the shell itself: it runs it and prints a marker.
+			line, _, _ := strings.Cut(strings.TrimLeft(chars, "\r\n"), "\n")
+			s.waiting, s.waitSeq, s.command, s.sent = true, 0, strings.TrimRight(line, "\r"), time.Now()
+		}
+		s.mu.Unlock()
+		if sent, err := s.input(ctx, []byte(chars)); err != nil {
+			if toShell && !sent {
+				s.mu.Lock()
+				s.waiting = false
+				s.mu.Unlock()
+			}
+			return Step{}, &Error{Op: op, ID: s.id, Err: err}
+		}
+	}
+	return s.waitStep(op, ctx, y)
+}
+
+// Poll waits as Run does for the command in progress and reports the new output; with no
+// command in progress it returns at once.
+func (s *Session) Poll(ctx context.Context, yield time.Duration) (Step, error) {
+	const op = "poll"
+	if err := s.enter(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.inflight.Done()
+	y, err := s.yield(op, yield)
+	if err != nil {
+		return Step{}, err
+	}
+	ctx, cancel := s.bind(ctx)
+	defer cancel()
+	if err := s.take(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.give()
+	s.touch()
+	return s.waitStep(op, ctx, y)
+}
+
+// Interrupt sends SIGINT (Ctrl-C) to the terminal's foreground process group and waits up
+// to yield for the shell's prompt: the Step's state says whether it came back (StateCompleted,
+// usually with status 130) or the foreground program is still there (StateRunning: a REPL
+// catches Ctrl-C). With nothing running it sends nothing and says so; once the shell has
+// exited it sends nothing and returns the exited Step.
+func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (Step, error) {
+	const op = "interrupt"
+	if err := s.enter(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.inflight.Done()
+	y, err := s.yield(op, yield)
+	if err != nil {
+		return Step{}, err
+	}
+	ctx, cancel := s.bind(ctx)
+	defer cancel()
+	if err := s.take(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.give()
+	s.touch()
+	s.mu.Lock()
+	waiting := s.waiting
+	s.mu.Unlock()
+	if isDone(s.term.Done()) || !waiting {
+		st, err := s.step(op, ctx)
+		if err == nil && st.State == StateCompleted {
+			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
+		}
+		return st, err
+	}
+	if err := s.term.SignalForeground(ctx, os.Interrupt); err != nil {
+		if isDone(s.term.Done()) {
+			return s.step(op, ctx)
+		}
+		return Step{}, &Error{Op: op, ID: s.id, Err: err}
+	}
+	return s.waitStep(op, ctx, y)
+}
+
+// bind returns ctx, ended also when Close begins.
+func (s *Session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// waitStep waits until the command in progress has finished, the shell has ended, or yield
+// has passed, then takes the Step.
+func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) (Step, error) {
+	timer := time.NewTimer(yield)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		waiting, ch := s.waiting, s.changed
+		s.mu.Unlock()
+		if !waiting {
+			break
+		}
+		select {
+		case <-ch:
+			continue
+		case <-s.term.Done():
+		case <-timer.C:
+		case <-ctx.Done():
+			if isDone(s.life.Done()) {
+				return Step{}, &Error{Op: op, ID: s.id, Kind: ErrClosed}
+			}
+			return Step{}, &Error{Op: op, ID: s.id, Err: ctx.Err(),
+				Hint: "the command goes on; the next Poll reports its output"}
+		}
+		break
+	}
+	return s.step(op, ctx)
+}
+
+// step takes the Step as things stand.
+func (s *Session) step(op string, ctx context.Context) (Step, error) {
+	s.catchUp()
+	s.flushLine()
+	exited := isDone(s.term.Done())
+	s.mu.Lock()
+	st := Step{Command: s.command, Cwd: s.cwd, ExitCode: -1}
+	switch {
+	case exited:
+		st.State = StateExited
+	case s.waiting:
+		st.State = StateRunning
+		st.Duration = time.Since(s.sent)
+	default:
+		st.State = StateCompleted
+		st.ExitCode = s.status
+		if !s.sent.IsZero() {
+			st.Duration = s.doneAt.Sub(s.sent)
+		}
+	}
+	tk := s.tr.take(s.cfg.MaxOutputBytes)
+	st.Output, st.Omitted, st.From, st.Next = tk.output, tk.omitted, tk.from, tk.next
+	st.Lost, s.lost = s.lost, 0
+	flags := s.flags
+	s.flags = ""
+	sent, errexit := s.sent, s.errexit && s.waiting
+	s.mu.Unlock()
+	st.Notes = notes(flags, st.Lost)
+	if st.State == StateRunning {
+		fg, err := s.term.Foreground(ctx)
+		switch {
+		case err != nil && isDone(s.term.Done()):
+			st.State = StateExited // it ended meanwhile
+		case err != nil:
+			st.Notes = append(st.Notes, "the foreground process could not be read: "+err.Error())
+		}
+		for _, p := range fg.Procs {
+			if p.Pid == fg.Pgid || st.Foreground == "" {
+				st.Foreground, st.ForegroundPid = p.Comm, p.Pid
+			}
+		}
+	}
+	if st.State == StateExited {
+		r, err := s.term.Wait(ctx)
+		if err != nil {
+			return Step{}, &Error{Op: op, ID: s.id, Err: err}
+		}
+		st.ExitCode, st.Signal, st.Duration = r.ExitCode, r.Signal, 0
+		if !sent.IsZero() {
+			st.Duration = time.Since(sent)
+		}
+		if errexit && r.Signal == "" && r.ExitCode != 0 {
+			st.Notes = append(st.Notes, "the shell ended while set -e was on: bash exits at once at an expansion error "+
+				"(an unbound variable under set -u, a bad substitution, ${x:?}) or when a command replaced the session's ERR trap; open a new session")
+		}
+	}
+	return st, nil
+}
+
+func notes(flags string, lost int64) []string {
+	var out []string
+	if strings.Contains(flags, "P") {
+		out = append(out, "the command replaced PROMPT_COMMAND: the session put its hook back in front of it (the hook reports where each command ends)")
+	}
+	if strings.Contains(flags, "S") {
+		out = append(out, "PS1, PS2 and PS0 were cleared again: the session shows no prompt text")
+	}
+	if strings.Contains(flags, "E") {
+		out = append(out, "set -e stopped a command at its first failure; the shell stays open and set -e stays on")
+	}
+	if lost > 0 {
+		out = append(out, fmt.Sprintf("%s bytes of output were lost: they came faster than the session could read them", groupDigits(lost)))
+	}
+	return out
+}
+
+// ReadTranscript reads the transcript (everything the terminal showed since the session was
+// ready, markers and the session's own lines removed, otherwise raw: Render it for reading)
+// from offset from, at most max bytes (0: all that is held), in the same whole-stream
+// coordinates as Step.From and Next. Bytes older than the newest Config.TranscriptBytes are
+// no longer held: the Delta counts them in Dropped. The session keeps no read cursor.
+func (s *Session) ReadTranscript(from int64, max int) (subprocess.Delta, error) {
+	const op = "read transcript"
+	if err := s.enter(op, context.Background()); err != nil {
+		return subprocess.Delta{}, err
+	}
+	defer s.inflight.Done()
+	if max < 0 {
+		return subprocess.Delta{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: fmt.Errorf("max %d is negative", max)}
+	}
+	s.catchUp()
+	s.flushLine()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.tr.total()
+	if from < 0 || from > total {
+		return subprocess.Delta{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
+			Err: fmt.Errorf("offset %d is outside the transcript [0, %d]", from, total)}
+	}
+	data, start := s.tr.ring.ReadAt(from, max)
+	d := subprocess.Delta{From: start, Data: data, Dropped: start - from, Total: total}
+	d.Next = d.From + int64(len(data))
+	d.Done = s.ended && d.Next == total
+	return d, nil
+}
+
+// Info describes the session now, without waiting.
+func (s *Session) Info() Info {
+	if s == nil || s.term == nil {
+		return Info{}
+	}
+	s.catchUp()
+	exited := isDone(s.term.Done())
+	s.mu.Lock()
+	in := Info{ID: s.id, Pid: s.term.Pid(), Command: s.command, Cwd: s.cwd, ExitCode: s.status,
+		Idle: time.Since(time.Unix(0, s.usedAt.Load()))}
+	switch {
+	case exited:
+		in.State = StateExited
+	case s.waiting:
+		in.State, in.ExitCode = StateRunning, -1
+	default:
+		in.State = StateCompleted
+	}
+	s.mu.Unlock()
+	if exited {
+		if r, err := s.term.Wait(context.Background()); err == nil {
+			in.ExitCode = r.ExitCode
+		}
+	}
+	return in
+}
+
+// Close ends the shell and everything it started (jobs, nohup'd and setsid children, by
+// the Terminal's identity-fenced cleanup: SIGHUP and SIGTERM, SIGKILL after Config.Grace),
+// waits for them, releases the pty, removes the session's private files, and closes the
+// Service if the session made it. Calls in progress return ErrClosed. It is safe to call
+// more than once; later calls return the first one's error.
+func (s *Session) Close() error {
+	if s == nil || s.term == nil {
+		return &Error{Op: "close", Kind: ErrInvalid, Err: errors.New("the Session was not returned by Open")}
+	}
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.readerStop)
+		if err := s.release(); err != nil {
+			s.closeErr = &Error{Op: "close", ID: s.id, Err: err}
+		}
+	})
+	return s.closeErr
+}
+
+// release ends the terminal and frees everything Open made. readerStop is closed.
+func (s *Session) release() error {
+	s.stop()
+	var errs []error
+	if s.term != nil {
+		errs = append(errs, s.term.Close())
+		<-s.readerDone
+	}
+	s.writers.Wait()
+	s.inflight.Wait()
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	if s.ownSvc {
+		errs = append(errs, s.svc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// input writes p to the terminal. A write the terminal does not take at once (a program that
+// reads no input) goes on in the background when ctx ends, and will be delivered: sent then
+// says so. The next input waits for it first.
+func (s *Session) input(ctx context.Context, p []byte) (sent bool, err error) {
+	if s.pending != nil {
+		select {
+		case err := <-s.pending:
+			s.pending = nil
+			if err != nil {
+				s.log.Warn("earlier terminal write", "err", err)
+			}
+		case <-ctx.Done():
+			return false, fmt.Errorf("an earlier write is not taken yet: %w", ctx.Err())
+		}
+	}
+	done := make(chan error, 1)
+	s.writers.Add(1)
+	go func() {
+		defer s.writers.Done()
+		_, err := s.term.Write(p)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err == nil, err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err == nil, err
+		default:
+		}
+		s.pending = done
+		return true, fmt.Errorf("the terminal has not taken the input yet: %w", ctx.Err())
+	}
+}
+
+// read follows the terminal's output until it ends or Close stops it.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	for {
+		upd := s.term.Updated()
+		if s.catchUp() {
+			return
+		}
+		select {
+		case <-upd:
+		case <-s.readerStop:
+			s.catchUp()
+			return
+		}
+	}
+}
+
+// readChunk is the most one terminal read takes.
+const readChunk = 256 << 10
+
+// catchUp feeds the scanner whatever the terminal holds now; it reports whether the output
+// has ended.
+func (s *Session) catchUp() bool {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	for {
+		d, err := s.term.ReadOutput(s.off, readChunk)
+		if err != nil {
+			s.log.Warn("read terminal", "err", err)
+			s.endOutput()
+			return true
+		}
+		if d.Dropped > 0 {
+			s.mu.Lock()
+			s.lost += d.Dropped
+			s.mu.Unlock()
+		}
+		if len(d.Data) > 0 {
+			s.sc.feed(d.Data)
+		}
+		s.off = d.Next
+		if d.Done {
+			s.endOutput()
+			return true
+		}
+		if len(d.Data) == 0 {
+			return false
+		}
+	}
+}
+
+// endOutput is called with rmu held once the terminal's output has ended.
+func (s *Session) endOutput() {
+	s.sc.end()
+	s.mu.Lock()
+	if !s.ended {
+		s.ended = true
+		s.notify()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) flushLine() {
+	s.rmu.Lock()
+	s.sc.flush()
+	s.rmu.Unlock()
+}
+
+// emit and marker are the scanner's outputs; they run with rmu held.
+func (s *Session) emit(p []byte) {
+	s.mu.Lock()
+	s.tr.write(p)
+	s.mu.Unlock()
+}
+
+func (s *Session) marker(m marker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.cwdOK {
+		s.cwd = m.cwd
+	}
+	s.errexit = strings.Contains(m.flags, "e")
+	if !s.ready {
+		s.ready = true
+		s.tr.skip() // the setup's own output is no one's
+		s.notify()
+		return
+	}
+	s.flags += m.flags
+	if s.waiting && m.seq == s.waitSeq {
+		s.waiting = false
+		s.doneAt, s.status = time.Now(), m.status
+	}
+	s.notify()
+}
+
+// notify wakes the waiters; called with mu held.
+func (s *Session) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

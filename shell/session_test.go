@@ -1,0 +1,458 @@
+//go:build unix
+
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
+)
+
+// waitMarked waits until at least n processes carry mark.
+func waitMarked(t *testing.T, mark string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(testutil.Marked(mark)) >= n }, 30*time.Second, 5*time.Millisecond,
+		"marked processes: %v", testutil.Marked(mark))
+}
+
+func markedNow(mark string) []int { return testutil.Marked(mark) }
+
+// State stays between commands: the cwd, exported variables, functions and arrays a sourced
+// activate script defines, and a failing command leaves the session working.
+func TestShellStateSticks(t *testing.T) {
+	s := newSession(t)
+	tmp, err := filepath.EvalSymlinks(os.TempDir())
+	require.NoError(t, err)
+
+	st := run(t, s, "cd "+tmp)
+	assert.Equal(t, "", st.Output)
+	assert.Equal(t, tmp, st.Cwd)
+	st = run(t, s, "pwd")
+	assert.Equal(t, tmp+"\n", st.Output)
+	assert.Equal(t, tmp, st.Cwd)
+	assert.Equal(t, 0, st.ExitCode)
+
+	run(t, s, "export X=1")
+	assert.Equal(t, "1\n", run(t, s, "echo $X").Output)
+
+	venv := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(venv, "bin"), 0o755))
+	activate := `VIRTUAL_ENV="` + venv + `"; export VIRTUAL_ENV
+_OLD_PATH="$PATH"; PATH="$VIRTUAL_ENV/bin:$PATH"; export PATH
+declare -A VENV_INFO=([name]=demo)
+deactivate () { PATH="$_OLD_PATH"; export PATH; unset VIRTUAL_ENV; unset -f deactivate; }
+`
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "bin", "activate"), []byte(activate), 0o644))
+	run(t, s, "source "+filepath.Join(venv, "bin", "activate"))
+	st = run(t, s, `type -t deactivate; echo "$VIRTUAL_ENV ${VENV_INFO[name]}"; echo "${PATH%%:*}"`)
+	assert.Equal(t, "function\n"+venv+" demo\n"+venv+"/bin\n", st.Output)
+	run(t, s, "deactivate")
+	assert.Equal(t, "none\n", run(t, s, `declare -F deactivate || echo none`).Output)
+
+	st = run(t, s, "false")
+	assert.Equal(t, 1, st.ExitCode)
+	assert.Equal(t, "", st.Output)
+	st = run(t, s, "echo $?; echo next")
+	assert.Equal(t, "1\nnext\n", st.Output, "$? is the previous command's status, as at a prompt")
+	assert.Equal(t, 0, st.ExitCode)
+	assert.Equal(t, "echo $?; echo next", s.Info().Command, "Info names the last command")
+}
+
+// set -euo pipefail makes the first failure end the command, not the session, and the
+// boundaries stay right through subshells, functions, pipelines, unbound variables and traces.
+func TestShellStrictMode(t *testing.T) {
+	s := newSession(t)
+	run(t, s, "set -euo pipefail")
+
+	st := run(t, s, "(false)")
+	assert.Equal(t, 1, st.ExitCode)
+	assert.NotEmpty(t, st.Notes)
+	st = run(t, s, "echo a; false; echo b")
+	assert.Equal(t, "a\n", st.Output)
+	assert.Equal(t, 1, st.ExitCode)
+	st = run(t, s, "f() { echo in-f; false; echo not-reached; }; f; echo not-reached-either")
+	assert.Equal(t, "in-f\n", st.Output)
+	assert.Equal(t, 1, st.ExitCode)
+	st = run(t, s, "true | false | true; echo not-reached")
+	assert.Equal(t, 1, st.ExitCode, "pipefail")
+	assert.Equal(t, "", st.Output)
+	st = run(t, s, "( exit 4 ); echo not-reached")
+	assert.Equal(t, 4, st.ExitCode)
+	st = run(t, s, "x=$(false; echo sub); echo \"x=$x\"; if false; then :; fi; false || echo handled")
+	assert.Equal(t, "x=sub\nhandled\n", st.Output, "errexit exceptions are bash's")
+	assert.Equal(t, 0, st.ExitCode)
+
+	// A line typed at the prompt itself fails under set -e: the shell survives that too.
+	st, err := s.Write(ctxT(t, time.Minute), "false\n", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 1, st.ExitCode)
+
+	st = run(t, s, `echo still; echo "$-"`)
+	assert.True(t, strings.HasPrefix(st.Output, "still\n"), st.Output)
+	assert.Contains(t, strings.TrimPrefix(st.Output, "still\n"), "e", "set -e stays on")
+	assert.Contains(t, strings.TrimPrefix(st.Output, "still\n"), "u", "set -u stays on")
+
+	run(t, s, "set -x")
+	st = run(t, s, "echo traced")
+	assert.Equal(t, "++ echo traced\ntraced\n", st.Output, "the trace shows the command and nothing of the session's")
+	st = run(t, s, "false")
+	assert.Equal(t, 1, st.ExitCode)
+	run(t, s, "set +xe +o pipefail")
+	st = run(t, s, "echo $NO_SUCH_VARIABLE_X; echo not-reached")
+	assert.Equal(t, 1, st.ExitCode, "set -u alone: an interactive shell abandons the command")
+	assert.Contains(t, st.Output, "unbound variable")
+	assert.NotContains(t, st.Output, "not-reached")
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+
+	// Under set -e, bash itself exits at an expansion error; the Step says so clearly.
+	run(t, s, "set -e")
+	st, err = s.Run(ctxT(t, time.Minute), "echo $NO_SUCH_VARIABLE_X", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateExited, st.State)
+	assert.Equal(t, 1, st.ExitCode)
+	require.NotEmpty(t, st.Notes)
+	assert.Contains(t, st.Notes[len(st.Notes)-1], "set -e was on")
+}
+
+// A python REPL in the foreground: the state says so, input goes to it, and exit() gives
+// the shell its prompt back.
+func TestShellREPL(t *testing.T) {
+	lookPath(t, "python3")
+	s := newSession(t)
+	st, err := s.Run(ctxT(t, time.Minute), "python3 -q", 100*time.Millisecond)
+	require.NoError(t, err)
+	_, st = pollUntil(t, s, st, func(out string, st Step) bool {
+		return strings.HasPrefix(st.Foreground, "python") && strings.Contains(out, ">>> ")
+	})
+	assert.Equal(t, StateRunning, st.State)
+	first, err := s.Write(ctxT(t, time.Minute), "print(6*7)\n", 100*time.Millisecond)
+	require.NoError(t, err)
+	_, st = pollUntil(t, s, first, func(o string, _ Step) bool { return strings.Contains(o, "42\n") })
+	assert.Equal(t, StateRunning, st.State)
+	assert.True(t, strings.HasPrefix(st.Foreground, "python"), "foreground %q", st.Foreground)
+	st, err = s.Write(ctxT(t, time.Minute), "exit()\n", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 0, st.ExitCode)
+	assert.Equal(t, "back\n", run(t, s, "echo back").Output)
+}
+
+// A command still running at the yield is reported running with its foreground command;
+// Interrupt ends it and the shell's prompt comes back with status 130.
+func TestShellInterrupt(t *testing.T) {
+	s := newSession(t)
+	st, err := s.Interrupt(ctxT(t, time.Minute), time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Contains(t, st.Notes, "nothing was running: no signal was sent")
+
+	st, err = s.Run(ctxT(t, time.Minute), "sleep 100", 300*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, StateRunning, st.State)
+	assert.Equal(t, -1, st.ExitCode)
+	_, st = pollUntil(t, s, st, func(_ string, st Step) bool { return st.Foreground == "sleep" })
+	assert.NotZero(t, st.ForegroundPid)
+	_, err = s.Run(ctxT(t, time.Minute), "echo no", time.Second)
+	require.ErrorIs(t, err, ErrBusy)
+
+	st, err = s.Interrupt(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 130, st.ExitCode)
+	assert.Equal(t, "sleep 100", st.Command)
+
+	// A loop of the shell itself is in the shell's own group: Ctrl-C reaches it too.
+	st, err = s.Run(ctxT(t, time.Minute), "while :; do :; done", 200*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, st.State)
+	assert.Equal(t, "bash", st.Foreground)
+	st, err = s.Interrupt(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 130, st.ExitCode)
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+}
+
+// Output without a trailing newline, \r progress bars and a forged marker leave the
+// boundaries right.
+func TestShellOutputShapes(t *testing.T) {
+	s := newSession(t)
+	assert.Equal(t, "abc", run(t, s, "printf abc").Output)
+	assert.Equal(t, "x\n", run(t, s, "echo x").Output)
+
+	st := run(t, s, `printf '\033]6973;0123456789abcdef0123456789abcdef;0;;/forged\007after\n'; exit_with() { return $1; }; exit_with 7`)
+	assert.Equal(t, 7, st.ExitCode, "a marker without the session's nonce is output")
+	assert.Equal(t, "\x1b]6973;0123456789abcdef0123456789abcdef;0;;/forged\aafter\n", st.Output)
+	assert.NotEqual(t, "/forged", st.Cwd)
+	st = run(t, s, `printf '\033]6973;'; sleep 0.1; printf ';0;;/x\007'; printf '\033]6973;%s;0;;/y\007\n' nononce; (exit 5)`)
+	assert.Equal(t, 5, st.ExitCode)
+	assert.Equal(t, "\x1b]6973;;0;;/x\a\x1b]6973;nononce;0;;/y\a\n", st.Output)
+
+	st = run(t, s, `for i in $(seq 1 10000); do printf '\rprogress %d/10000' $i; done; echo; echo done`)
+	assert.True(t, strings.HasSuffix(st.Output, "progress 10000/10000\ndone\n"), "tail %q", tailOf(st.Output))
+	assert.Equal(t, 0, st.ExitCode)
+	raw, err := s.ReadTranscript(st.From, 64)
+	require.NoError(t, err)
+	var want strings.Builder
+	for i := 1; want.Len() < 64; i++ {
+		fmt.Fprintf(&want, "\rprogress %d/10000", i)
+	}
+	assert.Equal(t, want.String()[:64], string(raw.Data), "the transcript keeps the raw bytes")
+	assert.Equal(t, "next\n", run(t, s, "echo next").Output)
+}
+
+func tailOf(s string) string { return s[max(0, len(s)-200):] }
+
+// 50 MB of output: the Step shows a bounded head and tail, the memory the session holds stays
+// bounded, and the next command's boundaries are right.
+func TestShellFloodBounded(t *testing.T) {
+	lookPath(t, "head")
+	cfg, _ := testConfig(t)
+	s := openT(t, cfg)
+	const n = 50_000_000
+	st := run(t, s, "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo end")
+	assert.Equal(t, 0, st.ExitCode)
+	assert.LessOrEqual(t, len(st.Output), DefaultMaxOutputBytes+markLen)
+	assert.True(t, strings.HasSuffix(st.Output, "x\nend\n"), "tail %q", tailOf(st.Output))
+	assert.True(t, strings.HasPrefix(st.Output, "xxxx"))
+	assert.Contains(t, st.Output, "bytes omitted ...]\n")
+	assert.Equal(t, int64(n+len("\r\nend\r\n")), st.Next-st.From+st.Lost, "every byte is counted")
+	assert.Equal(t, st.Next-st.From-int64(DefaultMaxOutputBytes), st.Omitted)
+
+	s.mu.Lock()
+	held := s.tr.ring.Len() + cap(s.tr.head)
+	s.mu.Unlock()
+	assert.LessOrEqual(t, held, DefaultTranscriptBytes+DefaultMaxOutputBytes, "the transcript's memory is bounded")
+	s.rmu.Lock()
+	assert.LessOrEqual(t, cap(s.sc.line), 2*lineMax, "the scanner's memory is bounded")
+	s.rmu.Unlock()
+
+	d, err := s.ReadTranscript(st.From, 10)
+	require.NoError(t, err)
+	assert.Positive(t, d.Dropped, "the start of the flood is no longer held")
+	assert.Equal(t, "after\n", run(t, s, "echo after").Output)
+}
+
+// `exit 3` ends the session with status 3; nothing runs after, and an Interrupt sends nothing.
+func TestShellExit(t *testing.T) {
+	s := newSession(t)
+	st, err := s.Run(ctxT(t, time.Minute), "echo bye; exit 3", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateExited, st.State)
+	assert.Equal(t, 3, st.ExitCode)
+	assert.Equal(t, "bye\n", st.Output)
+	_, err = s.Run(ctxT(t, time.Minute), "echo no", time.Second)
+	require.ErrorIs(t, err, ErrExited)
+	_, err = s.Write(ctxT(t, time.Minute), "x\n", time.Second)
+	require.ErrorIs(t, err, ErrExited)
+	st, err = s.Interrupt(ctxT(t, time.Minute), time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, StateExited, st.State)
+	assert.Equal(t, 3, st.ExitCode)
+	assert.Equal(t, StateExited, s.Info().State)
+	assert.Equal(t, 3, s.Info().ExitCode)
+	d, err := s.ReadTranscript(0, 0)
+	require.NoError(t, err)
+	assert.True(t, d.Done)
+}
+
+// A syntax error is found before anything runs.
+func TestShellSyntaxError(t *testing.T) {
+	s := newSession(t)
+	before := run(t, s, "echo start").Next
+	for _, cmd := range []string{"echo )", "if true; then echo x", "echo 'unclosed", "fi"} {
+		_, err := s.Run(ctxT(t, time.Minute), cmd, time.Second)
+		require.ErrorIs(t, err, ErrSyntax, cmd)
+		var se *SyntaxError
+		require.ErrorAs(t, err, &se)
+		assert.True(t, strings.HasPrefix(se.Message, "bash: line "), "%s: %s", cmd, se.Message)
+	}
+	st := run(t, s, "echo fine")
+	assert.Equal(t, "fine\n", st.Output)
+	assert.Equal(t, before, st.From, "nothing ran in between")
+	st = run(t, s, "shopt -s extglob\nx=abc; echo ${x/@(a|b)/-}")
+	assert.Equal(t, "-bc\n", st.Output, "extended patterns pass the check")
+}
+
+// Changing PS1 or PROMPT_COMMAND is repaired and reported; a line written at the prompt runs.
+func TestShellPromptChanges(t *testing.T) {
+	s := newSession(t)
+	st := run(t, s, "PS1='my prompt> '; PS0='zero'")
+	assert.Contains(t, st.Notes, "PS1, PS2 and PS0 were cleared again: the session shows no prompt text")
+	assert.Equal(t, "x\n", run(t, s, "echo x").Output)
+
+	st = run(t, s, "PROMPT_COMMAND='echo hook'")
+	require.Len(t, st.Notes, 1)
+	assert.Contains(t, st.Notes[0], "replaced PROMPT_COMMAND")
+	st = run(t, s, "echo y")
+	assert.Equal(t, 0, st.ExitCode)
+	assert.Contains(t, st.Output, "y\n")
+	run(t, s, "unset PROMPT_COMMAND")
+	st = run(t, s, "(exit 6)")
+	assert.Equal(t, 6, st.ExitCode)
+
+	st, err := s.Write(ctxT(t, time.Minute), "echo typed; (exit 2)\n", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, "typed\n", st.Output)
+	assert.Equal(t, 2, st.ExitCode)
+
+	// Lines written at the prompt print markers of their own: a late one never ends a later
+	// command.
+	st, err = s.Write(ctxT(t, time.Minute), "echo a\nsleep 0.2; echo b\n", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, "a\n", st.Output)
+	st = run(t, s, "echo c")
+	assert.Equal(t, "b\nc\n", st.Output)
+
+	// Half a line written to the prompt does not spoil the next command.
+	_, err = s.Write(ctxT(t, time.Minute), "echo half", time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, "whole\n", run(t, s, "echo whole").Output)
+
+	// A command that sends its stdout away still gets its boundary.
+	st = run(t, s, "exec 3>&1 >/dev/null; echo hidden; exec >&3 3>&-; echo shown")
+	assert.Equal(t, "shown\n", st.Output)
+}
+
+// A session works on a caller's guarded Service and never closes it.
+func TestShellCallerServiceGuarded(t *testing.T) {
+	cfg, mark := testConfig(t)
+	sc := cfg.ServiceConfig
+	sc.Guard = true
+	svc, err := subprocess.New(sc)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, svc.Close()) })
+	_, err = Open(ctxT(t, time.Minute), Config{Service: svc, ServiceConfig: sc})
+	require.ErrorIs(t, err, ErrInvalid, "ServiceConfig with a Service is a mistake")
+
+	s, err := Open(ctxT(t, time.Minute), Config{Service: svc})
+	require.NoError(t, err)
+	assert.Equal(t, "on\n", run(t, s, "[ -n \"$SUBKIT_TEST_MARK\" ] && echo on").Output)
+	run(t, s, "setsid sleep 1000 & sleep 1001 &")
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "closing twice is fine")
+
+	h, err := svc.Spawn(ctxT(t, time.Minute), subprocess.Spec{Path: "true"})
+	require.NoError(t, err, "the caller's Service is still open")
+	_, err = h.Wait(ctxT(t, time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	_ = mark
+}
+
+// Every process a closed session started is gone: a job, a nohup'd one, a setsid child and a
+// double fork.
+func TestShellCloseEndsEverything(t *testing.T) {
+	for _, guard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "guarded"}[guard], func(t *testing.T) {
+			cfg, mark := testConfig(t)
+			cfg.ServiceConfig.Guard = guard
+			s, err := Open(ctxT(t, time.Minute), cfg)
+			require.NoError(t, err)
+			run(t, s, "sleep 1000 &")
+			run(t, s, "nohup sleep 1000 >/dev/null 2>&1 &")
+			run(t, s, "setsid sleep 1000 &")
+			run(t, s, "(sleep 1000 &)")
+			_, err = s.Run(ctxT(t, time.Minute), "sleep 1000", 100*time.Millisecond)
+			require.NoError(t, err)
+			waitMarked(t, mark, 6) // the shell and five sleeps
+			require.NoError(t, s.Close())
+			assert.Empty(t, markedNow(mark), "processes left after Close")
+		})
+	}
+}
+
+// Bad input gets typed errors, never a panic.
+func TestShellBadInput(t *testing.T) {
+	var zero Session
+	var nilS *Session
+	ctx := ctxT(t, time.Minute)
+	for _, s := range []*Session{&zero, nilS} {
+		_, err := s.Run(ctx, "true", 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+		_, err = s.Write(ctx, "x", 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+		_, err = s.Poll(ctx, 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+		_, err = s.Interrupt(ctx, 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+		_, err = s.ReadTranscript(0, 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+		assert.ErrorIs(t, s.Close(), ErrInvalid)
+		assert.Equal(t, Info{}, s.Info())
+		assert.Equal(t, 0, s.Pid())
+	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err := Open(nil, Config{}) //nolint:staticcheck
+	assert.ErrorIs(t, err, ErrInvalid)
+	for _, c := range []Config{
+		{MaxOutputBytes: -1}, {MaxOutputBytes: 1 << 40}, {Yield: -time.Second}, {Yield: time.Hour},
+		{Cols: 70000}, {TranscriptBytes: 100, MaxOutputBytes: 1000}, {MaxOutputBytes: 10},
+		{Env: []string{"NOEQUALS"}}, {Env: []string{"=x"}}, {Bash: "a\x00b"}, {Grace: -1},
+	} {
+		err := c.Validate()
+		var ce *ConfigError
+		assert.ErrorAs(t, err, &ce, "%+v", c)
+		assert.ErrorIs(t, err, ErrInvalid)
+	}
+	cfg, _ := testConfig(t)
+	cfg.Bash = "no-such-shell-xyz"
+	_, err = Open(ctx, cfg)
+	assert.ErrorIs(t, err, ErrNotFound)
+
+	s := newSession(t)
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err = s.Run(nil, "true", 0) //nolint:staticcheck
+	assert.ErrorIs(t, err, ErrInvalid)
+	for _, c := range []string{"", "  \n", "a\x00b", strings.Repeat("x", MaxCommandBytes+1)} {
+		_, err = s.Run(ctx, c, 0)
+		assert.ErrorIs(t, err, ErrInvalid)
+	}
+	_, err = s.Run(ctx, "true", -time.Second)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.Run(ctx, "true", time.Duration(1<<62))
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.Write(ctx, strings.Repeat("x", MaxInputBytes+1), 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.ReadTranscript(-1, 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.ReadTranscript(1<<50, 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.ReadTranscript(0, -1)
+	assert.ErrorIs(t, err, ErrInvalid)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Run(done, "true", 0)
+	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+}
+
+// The transcript is read by offset, before and after Steps, with the session keeping no cursor.
+func TestShellReadTranscript(t *testing.T) {
+	s := newSession(t)
+	a := run(t, s, "echo one")
+	b := run(t, s, "echo two")
+	assert.Equal(t, a.Next, b.From)
+	d, err := s.ReadTranscript(a.From, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "one\r\ntwo\r\n", string(d.Data))
+	assert.Equal(t, b.Next, d.Next)
+	assert.False(t, d.Done)
+	d, err = s.ReadTranscript(a.From, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "one", string(d.Data))
+	assert.Equal(t, "one\ntwo\n", Render([]byte("one\r\ntwo\r\n")))
+}

@@ -1,0 +1,106 @@
+package shell
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/subkit/subkit/internal/tail"
+)
+
+// transcript is what the session's terminal showed, markers and the session's own lines
+// removed: the newest bytes in a ring, addressed by whole-stream offsets, plus the first
+// bytes of the range no Step has reported yet (a Step shows the head and the tail of it).
+// Its memory is bounded by the ring's limit and headMax. Not safe for concurrent use.
+type transcript struct {
+	ring    *tail.Ring
+	head    []byte // the first headMax bytes from cursor on
+	headMax int
+	cursor  int64 // start of the range the next Step reports
+}
+
+func newTranscript(ringBytes, maxOutput int) *transcript {
+	return &transcript{ring: tail.New(ringBytes), headMax: maxOutput / 2}
+}
+
+func (t *transcript) write(p []byte) {
+	t.ring.Write(p)
+	if room := t.headMax - len(t.head); room > 0 {
+		t.head = append(t.head, p[:min(room, len(p))]...)
+	}
+}
+
+func (t *transcript) total() int64 { return t.ring.Total() }
+
+// skip starts the next Step's range at the current end (what came before is not reported).
+func (t *transcript) skip() {
+	t.cursor = t.ring.Total()
+	t.head = t.head[:0]
+}
+
+// taken is one Step's share of the transcript.
+type taken struct {
+	output     string
+	omitted    int64
+	from, next int64
+}
+
+// take reports the range from the cursor to the end, bounded to maxOutput bytes (head and
+// tail, with a mark saying how much was left out), and moves the cursor to the end.
+func (t *transcript) take(maxOutput int) taken {
+	from, next := t.cursor, t.ring.Total()
+	tk := taken{from: from, next: next}
+	n := next - from
+	if n <= int64(maxOutput) {
+		data, _ := t.ring.ReadAt(from, 0) // the ring holds at least maxOutput bytes
+		tk.output = Render(data)
+	} else {
+		head := t.head[:runeCut(t.head)]
+		tailLen := maxOutput - t.headMax
+		tailData, start := t.ring.ReadAt(next-int64(tailLen), 0)
+		skip := 0
+		for skip < len(tailData) && skip < utf8.UTFMax && !utf8.RuneStart(tailData[skip]) {
+			skip++
+		}
+		tailData = tailData[skip:]
+		start += int64(skip)
+		tk.omitted = start - from - int64(len(head))
+		h := Render(head)
+		if !strings.HasSuffix(h, "\n") {
+			h += "\n"
+		}
+		tk.output = h + omittedMark(tk.omitted) + Render(tailData)
+	}
+	t.cursor = next
+	t.head = t.head[:0]
+	return tk
+}
+
+func omittedMark(n int64) string {
+	return fmt.Sprintf("[... %s bytes omitted ...]\n", groupDigits(n))
+}
+
+// runeCut is the length of p without a character cut at its end.
+func runeCut(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if utf8.FullRune(p[i:]) {
+				return len(p)
+			}
+			return i
+		}
+	}
+	return len(p)
+}
+
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
