@@ -120,7 +120,7 @@ func typedLine(nonce string, seq int, path string) []byte {
 		"; { " + n + "_a; } 2>/dev/null\n")
 }
 
-// shellQuote quotes s for bash: single quotes, with ' written as '\''.
+// shellQuote quotes s for bash: single-quoted, each quote inside closed, escaped and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -374,7 +374,7 @@ func (s *Session) Run(ctx context.Context, command string, yield time.Duration) 
 		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("the command contains a NUL byte")}
 	case len(command) > MaxCommandBytes:
 		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
-			Err: fmt.Errorf("the command is %d bytes, above MaxCommandBytes (%d)", len(command), MaxCommandBytes),
+			Err:  fmt.Errorf("the command is %d bytes, above MaxCommandBytes (%d)", len(command), MaxCommandBytes),
 			Hint: "write it to a file and run the file"}
 	}
 	y, err := s.yield(op, yield)
