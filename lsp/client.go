@@ -91,8 +91,9 @@ type Client struct {
 }
 
 type outgoing struct {
-	body []byte
-	done chan error
+	body       []byte
+	done       chan error
+	onHandover func() // run by the writer before it writes body
 }
 
 type notification struct {
@@ -244,21 +245,44 @@ func (c *Client) folders() []WorkspaceFolder {
 }
 
 // InitializeResult is the server's answer to initialize: its capabilities and serverInfo.
-func (c *Client) InitializeResult() InitializeResult { return c.init }
+func (c *Client) InitializeResult() InitializeResult {
+	if c == nil {
+		return InitializeResult{}
+	}
+	return c.init
+}
 
 // Root is the workspace root directory (absolute).
-func (c *Client) Root() string { return c.cfg.Root }
+func (c *Client) Root() string {
+	if c == nil {
+		return ""
+	}
+	return c.cfg.Root
+}
 
 // Pid is the server's process id (its process group id on POSIX).
-func (c *Client) Pid() int { return c.h.Pid() }
+func (c *Client) Pid() int {
+	if c == nil || c.h == nil {
+		return 0
+	}
+	return c.h.Pid()
+}
 
 // Handle is the server's process tree, for offset reads of its stderr or signals. Ending it
 // behind the Client's back is seen as a crash.
-func (c *Client) Handle() *subprocess.Handle { return c.h }
+func (c *Client) Handle() *subprocess.Handle {
+	if c == nil {
+		return nil
+	}
+	return c.h
+}
 
 // StderrTail returns the bytes of the server's stderr still held in memory (at most
 // Config.StderrTailBytes), while it runs and after.
 func (c *Client) StderrTail() []byte {
+	if c == nil || c.h == nil {
+		return nil
+	}
 	d, err := c.h.ReadOutput(subprocess.Stderr, 0, 0)
 	if err != nil {
 		return nil
@@ -268,16 +292,31 @@ func (c *Client) StderrTail() []byte {
 
 // DroppedNotifications counts the notifications dropped because OnNotification fell more
 // than Config.NotificationQueue behind.
-func (c *Client) DroppedNotifications() uint64 { return c.dropped.Load() }
+func (c *Client) DroppedNotifications() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.dropped.Load()
+}
 
 // Done is closed once the connection has ended and the server's exit is known: after a crash
 // or a connection failure, or at the end of Shutdown. Err says why.
-func (c *Client) Done() <-chan struct{} { return c.done }
+func (c *Client) Done() <-chan struct{} {
+	if c == nil || c.done == nil { // not a Client from Start: nothing will ever run
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return c.done
+}
 
 // Err is nil while the connection lives. Once Done is closed it is a *ServerExitError when
 // the server ended on its own or was terminated after a connection failure, or ErrClosed after
 // Shutdown.
 func (c *Client) Err() error {
+	if err := c.usable(context.Background(), "Err"); err != nil {
+		return err
+	}
 	select {
 	case <-c.done:
 		return c.final
@@ -330,7 +369,7 @@ func (c *Client) startCall(ctx context.Context, method string, params any) (p *p
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if handedOver, err := c.send(ctx, method, body); err != nil {
+	if handedOver, err := c.send(ctx, method, body, nil); err != nil {
 		c.forget(id)
 		if handedOver { // it goes out anyway: tell the server not to bother
 			select {
@@ -376,13 +415,16 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if err := c.usable(ctx, method); err != nil {
 		return err
 	}
-	_, err := c.notify(ctx, method, params)
+	_, err := c.notify(ctx, method, params, nil)
 	return err
 }
 
 // notify sends a notification; handedOver says whether it reached the writer (it then goes
 // out whole even when err is ctx's).
-func (c *Client) notify(ctx context.Context, method string, params any) (handedOver bool, err error) {
+//
+// onHandover, when set, runs as the writer takes the message: before the server can read it,
+// so that whatever the server sends in answer finds the client's state already changed.
+func (c *Client) notify(ctx context.Context, method string, params any, onHandover func()) (handedOver bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("lsp: %s: %w", method, err)
 	}
@@ -396,7 +438,7 @@ func (c *Client) notify(ctx context.Context, method string, params any) (handedO
 	if failed != nil {
 		return false, failed
 	}
-	return c.send(ctx, method, body)
+	return c.send(ctx, method, body, onHandover)
 }
 
 // usable checks the receiver and ctx of an exported method.
@@ -429,10 +471,10 @@ func (c *Client) forget(id int64) {
 
 // send hands body to the writer and waits until it is written. handedOver says whether the
 // writer took it: it then goes out whole, unless the write itself fails.
-func (c *Client) send(ctx context.Context, method string, body []byte) (handedOver bool, err error) {
+func (c *Client) send(ctx context.Context, method string, body []byte, onHandover func()) (handedOver bool, err error) {
 	done := make(chan error, 1)
 	select {
-	case c.out <- outgoing{body: body, done: done}:
+	case c.out <- outgoing{body: body, done: done, onHandover: onHandover}:
 	case <-ctx.Done():
 		return false, fmt.Errorf("lsp: %s: %w", method, ctx.Err())
 	case <-c.done:
@@ -478,6 +520,9 @@ func (c *Client) write() {
 				c.log.Debug("lsp: $/cancelRequest not written", "id", id, "err", err)
 			}
 		case m := <-c.out:
+			if m.onHandover != nil {
+				m.onHandover()
+			}
 			m.done <- c.fw.WriteMessage(m.body)
 		}
 	}
@@ -624,7 +669,7 @@ func (c *Client) serveRequest(m wireMessage) {
 		c.mu.Unlock()
 		cancel()
 		body := encodeResponse(m.ID, result, err, cancelled)
-		if _, err := c.send(c.reqCtx, m.Method, body); err != nil {
+		if _, err := c.send(c.reqCtx, m.Method, body, nil); err != nil {
 			c.log.Debug("lsp: answer to a server request not sent", "method", m.Method, "err", err)
 		}
 	}()

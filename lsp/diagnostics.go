@@ -171,6 +171,9 @@ func (c *Client) Diagnostics(ctx context.Context, uri string, version int) (Diag
 
 // PullDiagnostics says whether the server takes textDocument/diagnostic requests.
 func (c *Client) PullDiagnostics() bool {
+	if c == nil || c.regs == nil {
+		return false
+	}
 	_, ok := c.pullIdentifier()
 	return ok
 }

@@ -104,11 +104,21 @@ func negotiatedEncoding(result json.RawMessage) PositionEncoding {
 }
 
 // SyncKind is how the server asked for document changes (textDocumentSync).
-func (c *Client) SyncKind() SyncKind { return c.sync.change }
+func (c *Client) SyncKind() SyncKind {
+	if c == nil {
+		return SyncNone
+	}
+	return c.sync.change
+}
 
 // PositionEncoding is the encoding the server negotiated for Position.Character: UTF-16
 // unless Config.PositionEncodings offered another and the server chose it.
-func (c *Client) PositionEncoding() PositionEncoding { return c.enc.orDefault() }
+func (c *Client) PositionEncoding() PositionEncoding {
+	if c == nil {
+		return UTF16
+	}
+	return c.enc.orDefault()
+}
 
 // TextChange is one change of a document: Text replaces Range, or the whole text when Range is
 // nil. Range counts characters in the negotiated PositionEncoding.
@@ -181,11 +191,10 @@ func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
 	}
 	c.docMu.Unlock()
 	if c.sync.openClose {
-		handedOver, err := c.notify(ctx, "textDocument/didOpen", map[string]any{"textDocument": doc})
+		handedOver, err := c.notify(ctx, "textDocument/didOpen", map[string]any{"textDocument": doc}, func() { c.commitOpen(doc) })
 		if !handedOver {
 			return 0, err
 		}
-		c.commitOpen(doc)
 		return doc.Version, err
 	}
 	c.commitOpen(doc)
@@ -224,7 +233,9 @@ func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
 //
 // A range outside the document fails with ErrPosition and changes nothing. When ctx ends after
 // the notification reached the writer, it still goes out whole: the change is kept (the
-// version counted) and the error is ctx's.
+// version counted) and the error is ctx's. The client's copy changes as the notification is
+// handed to the writer, before the server can answer it: a publish that follows it is taken
+// for the new version.
 func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) (int, error) {
 	if err := c.usable(ctx, "change"); err != nil {
 		return 0, err
@@ -288,9 +299,8 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 	handedOver, err := c.notify(ctx, "textDocument/didChange", map[string]any{
 		"textDocument":   map[string]any{"uri": uri, "version": version},
 		"contentChanges": sent,
-	})
+	}, commit)
 	if handedOver {
-		commit()
 		return version, err
 	}
 	return 0, err
@@ -323,7 +333,7 @@ func (c *Client) Save(ctx context.Context, uri string) error {
 	if c.sync.includeText {
 		params["text"] = text
 	}
-	_, err := c.notify(ctx, "textDocument/didSave", params)
+	_, err := c.notify(ctx, "textDocument/didSave", params, nil)
 	return err
 }
 
@@ -352,10 +362,7 @@ func (c *Client) CloseDocument(ctx context.Context, uri string) error {
 		forget()
 		return nil
 	}
-	handedOver, err := c.notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]string{"uri": uri}})
-	if handedOver {
-		forget()
-	}
+	_, err := c.notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]string{"uri": uri}}, forget)
 	return err
 }
 

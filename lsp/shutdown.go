@@ -78,6 +78,9 @@ type Exit struct {
 // error is nil when the tree is gone; it is ctx's error when ctx ended first (the termination
 // goes on: call Shutdown or Close again to wait for it), or the termination's failure.
 func (c *Client) Shutdown(ctx context.Context) (Exit, error) {
+	if err := c.usable(ctx, "shutdown"); err != nil {
+		return Exit{Ended: EndedUnknown, ExitCode: -1}, err
+	}
 	c.politeOnce.Do(func() { c.shutdownErr = c.polite(ctx) })
 	var errs []error
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.Grace)
