@@ -137,6 +137,10 @@ func TestLspUsage(t *testing.T) {
 		{"lsp", "--hover", "x.go:0:1", "--", "srv"},
 		{"lsp", "--settings", "[1]", "--", "srv"},
 		{"lsp", "--grace", "0s", "--", "srv"},
+		{"lsp", "--shutdown-timeout", "0s", "--", "srv"},
+		{"lsp", "--settle", "0s", "--", "srv"},
+		{"lsp", "--edit", "x.go", "--", "srv"},
+		{"lsp", "--edit", "=y", "--", "srv"},
 		{"lsp", "--nope"},
 	} {
 		code, _, errOut := lspCLI(t, args...)
@@ -235,4 +239,79 @@ func main() {
 	assert.Contains(t, text, "server: gopls v0.23.0\n")
 	assert.Contains(t, text, main+`:7:14: error: cannot use "oops"`)
 	assert.Contains(t, text, "shutdown: clean\n")
+}
+
+// --open F --edit F=NEW: the diagnostics after the open and after the edit, each with its
+// version; the edit's set is never the open's.
+func TestLspEdit(t *testing.T) {
+	fake := lspFake(t)
+	root := t.TempDir()
+	notes := filepath.Join(root, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("an ERROR and ERROR\n"), 0o644))
+	fixed := filepath.Join(t.TempDir(), "fixed.txt")
+	require.NoError(t, os.WriteFile(fixed, []byte("all good, one ERROR\n"), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", root, "--open", notes, "--edit", notes+"="+fixed,
+		"--settle", "100ms", "--", fake, "-sync=2", "-stale")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	o := lspDecode(t, out)
+	require.Len(t, o.DiagnosticSets, 2, "stdout: %s", out)
+	open, edit := o.DiagnosticSets[0], o.DiagnosticSets[1]
+	assert.Equal(t, "open", open.After)
+	assert.Equal(t, 1, open.Version)
+	assert.Len(t, open.Diagnostics, 2)
+	assert.Equal(t, "edit", edit.After)
+	assert.Equal(t, 2, edit.Version)
+	assert.True(t, edit.Versioned)
+	require.Len(t, edit.Diagnostics, 1, "the fresh set, not the stale one the server sent first")
+	assert.Equal(t, 14, edit.Diagnostics[0].Range.Start.Character)
+	assert.Len(t, o.Diagnostics, 1, "the last set")
+	assert.Equal(t, "utf-16", o.PositionEncoding)
+	assert.Equal(t, "clean", o.Shutdown)
+	require.NotNil(t, o.Stderr)
+	assert.Positive(t, o.Stderr.TotalBytes)
+	assert.False(t, o.Stderr.Truncated)
+	assert.Empty(t, o.ShutdownError)
+	for _, key := range []string{`"diagnostic_sets":[{"after":"open","uri":`, `"version":2`, `"total_bytes":`, `"truncated":false`} {
+		assert.Contains(t, out, key)
+	}
+
+	code, text, errOut := lspCLI(t, "lsp", "--root", root, "--open", notes, "--edit", notes+"="+fixed, "--settle", "100ms", "--", fake)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, text, notes+": version 1 (after open): 2 diagnostic(s)\n"+notes+":1:4: error: found ERROR [fake]\n")
+	assert.Contains(t, text, notes+": version 2 (after edit): 1 diagnostic(s)\n"+notes+":1:15: error: found ERROR [fake]\n")
+
+	// An edit of a file no --open named opens it first; a missing new text fails the step.
+	code, out, _ = lspCLI(t, "lsp", "--json", "--root", root, "--edit", notes+"="+fixed, "--settle", "100ms", "--", fake)
+	require.Equal(t, 0, code)
+	o = lspDecode(t, out)
+	require.Len(t, o.DiagnosticSets, 1)
+	assert.Equal(t, 2, o.DiagnosticSets[0].Version)
+	code, out, _ = lspCLI(t, "lsp", "--json", "--root", root, "--edit", notes+"=/no/such/file", "--", fake)
+	assert.Equal(t, exitFailure, code)
+	o = lspDecode(t, out)
+	require.NotNil(t, o.Error)
+	assert.Contains(t, o.Error.Message, "/no/such/file")
+}
+
+// A server that had to be killed at shutdown: a non-zero status, the shutdown error and the
+// stderr counts in the JSON.
+func TestLspKilledAtShutdown(t *testing.T) {
+	fake := lspFake(t)
+	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", t.TempDir(), "--shutdown-timeout", "200ms", "--grace", "200ms",
+		"--", fake, "-mode=ignore-term", "-flood=100000")
+	assert.Equal(t, exitFailure, code, "stderr: %s", errOut)
+	o := lspDecode(t, out)
+	assert.Equal(t, "killed", o.Shutdown)
+	assert.Contains(t, o.ShutdownError, "context deadline exceeded")
+	require.NotNil(t, o.Error)
+	assert.Equal(t, "shutdown", o.Error.Kind)
+	assert.Contains(t, o.Error.Message, "it was killed")
+	require.NotNil(t, o.Stderr)
+	assert.GreaterOrEqual(t, o.Stderr.TotalBytes, int64(100000))
+	assert.True(t, o.Stderr.Truncated, "100000 bytes of stderr, a 64000-byte tail")
+	assert.Len(t, o.StderrTail, 64000)
+
+	code, _, errOut = lspCLI(t, "lsp", "--root", t.TempDir(), "--shutdown-timeout", "200ms", "--grace", "200ms", "--", fake, "-mode=ignore-shutdown")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "it was terminated")
 }
