@@ -46,6 +46,10 @@ type StreamResult struct {
 	// SpillErr says why a spill file that was wanted is missing (write or close failure), or
 	// is nil. A stream larger than SpillBytes is not an error: it is Truncated without a path.
 	SpillErr error
+	// TeeDropped counts the bytes Output.Tee did not get, as of the snapshot: chunks that
+	// found its queue full, and every chunk after it failed (TeeErr).
+	TeeDropped int64
+	TeeErr     error // the error Output.Tee's Write returned, after which it got nothing more
 }
 
 // Delta is the answer to an offset read: bytes of the stream in whole-stream coordinates.
@@ -115,6 +119,7 @@ type collector struct {
 	published bool          // a result has named the spill file: it is kept whatever happens next
 	ended     bool          // the pump finished
 	wake      chan struct{} // closed on the next write or at the end; nil until asked for
+	tee       *tee          // Output.Tee, or nil
 
 	done chan struct{} // closed when the pump returns
 }
@@ -124,10 +129,14 @@ func newCollector(name string, o Output, place *spillPlace) *collector {
 	if tb == 0 {
 		tb = DefaultTailBytes
 	}
-	return &collector{
+	c := &collector{
 		name: name, place: place, spillCap: o.SpillBytes, wantSpill: o.SpillBytes > 0,
 		ring: tail.New(tb), done: make(chan struct{}),
 	}
+	if o.Tee != nil {
+		c.tee = newTee(o.Tee, o.TeeBuffer)
+	}
+	return c
 }
 
 // Read buffer of a pump: it starts small and grows, with the pipe, for streams that fill it.
@@ -158,11 +167,14 @@ func (c *collector) pump(r *os.File, text bool) {
 			n, err = readNow(r, buf)
 		}
 		if n > 0 {
+			chunk := buf[:n]
 			if bridge != nil {
-				conv = bridge.Feed(conv[:0], buf[:n])
-				c.write(conv)
-			} else {
-				c.write(buf[:n])
+				conv = bridge.Feed(conv[:0], chunk)
+				chunk = conv
+			}
+			c.write(chunk)
+			if c.tee != nil {
+				c.tee.push(chunk) // outside the lock: it may wait for room
 			}
 		}
 		// A stream that keeps filling the buffer is a fast one: read it in bigger gulps from a
@@ -179,6 +191,9 @@ func (c *collector) pump(r *os.File, text bool) {
 			}
 			c.mu.Lock()
 			c.ended = true
+			if c.tee != nil {
+				c.tee.close()
+			}
 			if c.wake != nil {
 				close(c.wake)
 				c.wake = nil
@@ -300,13 +315,17 @@ func (c *collector) result(publish bool) StreamResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.published = c.published || publish && c.spillPath != ""
-	return StreamResult{
+	r := StreamResult{
 		Tail:       c.ring.Bytes(),
 		TotalBytes: c.ring.Total(),
 		Truncated:  c.ring.Total() > int64(c.ring.Len()),
 		SpillPath:  c.spillPath,
 		SpillErr:   c.spillErr,
 	}
+	if c.tee != nil {
+		r.TeeDropped, r.TeeErr = c.tee.stats()
+	}
+	return r
 }
 
 // updated returns a channel closed when bytes arrive after the call or the stream ends.

@@ -399,6 +399,16 @@ wait:
 			onTimeout() // Terminate ends the holders, then stops reading
 		}
 	}
+	teeWait := !held
+	for _, c := range h.collectors {
+		if teeWait && c != nil && c.tee != nil {
+			select {
+			case <-c.tee.done:
+			case <-drain.C:
+				teeWait = false // a Tee still writing when the grace runs out finishes on its own
+			}
+		}
+	}
 	drain.Stop()
 	var stdinErr error
 	if h.feed != nil {

@@ -58,6 +58,16 @@ type Output struct {
 	// outgrows the tail. A stream that outgrows SpillBytes loses its spill file (it would be
 	// incomplete) and keeps only the tail, marked truncated.
 	SpillBytes int64
+	// Tee, when set, also gets every chunk of a Collect stream, in order, from a goroutine of
+	// its own, so a slow or stuck Tee stalls the child at most TeeMaxStall: up to TeeBuffer
+	// bytes (0 means DefaultTeeBuffer) wait for it, a chunk that finds no room waits up to
+	// TeeMaxStall, and one that still finds none (and every chunk after it, until there is
+	// room again) is not written to it but counted in StreamResult.TeeDropped. After a Write
+	// error it gets nothing more (StreamResult.TeeErr). The result waits, within the drain
+	// grace, for the Tee to have been written what was queued. The kit never closes it.
+	Tee io.Writer
+	// TeeBuffer bounds the bytes waiting for Tee; 0 means DefaultTeeBuffer.
+	TeeBuffer int
 }
 
 // InputKind says where stdin comes from.
@@ -132,8 +142,10 @@ func (o Output) check(name string) error {
 		return invalid("spawn", name, fmt.Sprintf("TailBytes %d is above MaxTailBytes (%d); keep the whole stream with SpillBytes", o.TailBytes, MaxTailBytes))
 	case o.SpillBytes < 0:
 		return invalid("spawn", name, fmt.Sprintf("SpillBytes %d is negative; use 0 for no spill file", o.SpillBytes))
-	case o.Disposition != Collect && (o.TailBytes != 0 || o.SpillBytes != 0):
-		return invalid("spawn", name, fmt.Sprintf("TailBytes and SpillBytes apply to collect, not %v", o.Disposition))
+	case o.TeeBuffer < 0:
+		return invalid("spawn", name, fmt.Sprintf("TeeBuffer %d is negative; use 0 for the default", o.TeeBuffer))
+	case o.Disposition != Collect && (o.TailBytes != 0 || o.SpillBytes != 0 || o.Tee != nil || o.TeeBuffer != 0):
+		return invalid("spawn", name, fmt.Sprintf("TailBytes, SpillBytes, Tee and TeeBuffer apply to collect, not %v", o.Disposition))
 	}
 	return nil
 }
