@@ -18,9 +18,29 @@
 // WaitDiagnostics), and every request from the server is answered on a goroutine of its own.
 // Requests the server may send before initialize is even answered are handled by default:
 // workspace/configuration from Config.Settings, null for window/workDoneProgress/create,
-// client/registerCapability, client/unregisterCapability and window/showMessageRequest, the
-// root for workspace/workspaceFolders, MethodNotFound for anything else; Config.Handlers
-// overrides any of them.
+// client/registerCapability, client/unregisterCapability, window/showMessageRequest and the
+// workspace/*/refresh requests, {success: false} for window/showDocument, {applied: false,
+// failureReason} for workspace/applyEdit, the root for workspace/workspaceFolders,
+// MethodNotFound for anything else; Config.Handlers overrides any of them.
+//
+// Documents: Open, Change, Save and CloseDocument keep each document's text and version in the
+// client (versions of a URI never repeat, not even across a close and re-open) and send the
+// notifications the server's textDocumentSync asks for: incremental edits as given, or the
+// whole resulting text, or nothing. Every Position counts characters in the PositionEncoding
+// negotiated at initialize (UTF-16 unless Config.PositionEncodings offered another and the
+// server took it); OffsetToPosition, PositionToOffset, PositionIn and CharacterColumn convert.
+// Diagnostics are stored with the version they answer (a publish's own version, the version
+// current at its arrival when it names none, or the version a pull was sent for); a versioned
+// publish older than the set held is stale and dropped. Diagnostics(ctx, uri, version) returns
+// a set for that version or a later one, never an older one, by pull (textDocument/diagnostic,
+// offered statically or registered dynamically) or by waiting for a publish; WaitQuiet waits
+// until nothing has been published for a while.
+//
+// Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
+// with back-off (its open documents re-opened on the new server with their versions and texts),
+// gives up with a *RestartLimitError after PoolConfig.MaxRestarts restarts within
+// PoolConfig.RestartWindow, and shuts them all down at once. Start and NewPool take the
+// caller's *subprocess.Service and never close it.
 //
 // Call takes a context: when it ends first, the client sends $/cancelRequest and returns. When
 // the server dies, every pending call fails at once with a *ServerExitError carrying its exit
@@ -28,7 +48,7 @@
 // the server writes something that is not a frame to its stdout, or a frame over the cap,
 // pending calls fail at once with a *ConnError, and the client terminates the server.
 //
-// Shutdown sends shutdown (bounded by Config.ShutdownTimeout) and exit, closes stdin, waits
+// Shutdown sends shutdown (its answer awaited up to Config.ShutdownTimeout) and exit, closes stdin, waits
 // up to Config.Grace for the whole tree to leave, then terminates it (SIGTERM, grace,
 // SIGKILL), and reports how the server ended (clean, terminated, killed, crashed), its exit
 // status and its stderr. It returns only once no process of the tree and no goroutine of the
