@@ -34,6 +34,7 @@ func init() {
 //	tree                starts a "sleep" child (no stdio), prints its pid, sleeps an hour
 //	linger MS           starts a child (no stdio) that sleeps MS milliseconds, prints its pid, exits
 //	hold                starts a "drip" child on its own stdout, prints the child's pid, exits
+//	holdin              starts a "sleep" child on its own stdin (never read), prints its pid, exits
 //	drip                prints "tick N" every 20 ms until its stdout fails
 //	handoff PID         duplicates its stdout handle into process PID, prints the handle, exits
 func winHelper(mode string, args []string) int {
@@ -73,9 +74,9 @@ func winHelper(mode string, args []string) int {
 		ms, _ := strconv.Atoi(arg(0))
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 		return 0
-	case "tree", "linger", "hold":
-		child := map[string]string{"tree": "sleep", "linger": "sleepms", "hold": "drip"}[mode]
-		p, err := startChild(child, mode == "hold", args)
+	case "tree", "linger", "hold", "holdin":
+		child := map[string]string{"tree": "sleep", "linger": "sleepms", "hold": "drip", "holdin": "sleep"}[mode]
+		p, err := startChild(child, mode, args)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			return 2
@@ -106,17 +107,20 @@ func winHelper(mode string, args []string) int {
 	return 2
 }
 
-// startChild starts this binary in mode with args; with stdout, on this process's stdout,
-// else with no stdio.
-func startChild(mode string, stdout bool, args []string) (*os.Process, error) {
+// startChild starts this binary in mode with args, for the helper in parent mode: with this
+// process's stdout for "hold", its stdin for "holdin", else with no stdio.
+func startChild(mode, parent string, args []string) (*os.Process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), WinHelperVar+"="+mode)
-	if stdout {
+	switch parent {
+	case "hold":
 		cmd.Stdout = os.Stdout
+	case "holdin":
+		cmd.Stdin = os.Stdin
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -177,6 +177,26 @@ func TestWindowsStdin(t *testing.T) {
 	assert.Equal(t, "typed\n", string(r.Stdout.Tail))
 }
 
+// Stdin bytes that a grandchild holds but never reads do not hold the result: the writer is
+// unblocked at settlement, and the grandchild, still running, is not ended by it.
+func TestWindowsStdinHeldByAGrandchild(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	spec := helper(t, "holdin")
+	spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: subprocess.WinPattern(0, 4<<20)}
+	spec.Grace = 100 * time.Millisecond
+	h, err := svc.Spawn(ctxT(t, time.Minute), spec)
+	require.NoError(t, err)
+	defer h.Close()
+	res, err := h.Wait(ctxT(t, 30*time.Second))
+	require.NoError(t, err, "the result waited for the stdin writer")
+	assert.Equal(t, 0, res.ExitCode)
+	child, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout.Tail)))
+	require.NoError(t, err)
+	assert.True(t, subprocess.Running(child))
+	require.NoError(t, h.Terminate(ctxT(t, time.Minute)))
+	gone(t, child)
+}
+
 // Windows names are case-insensitive: the scrub, the managed prefix, the allow-list and the
 // merge of the spec's Env all fold case, and the child sees one entry per name.
 func TestWindowsServiceEnvScrub(t *testing.T) {

@@ -23,6 +23,10 @@ build=${WINE_BUILD_DIR:-$root/.build/wine}
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 here=$root/internal/wine
+# One run at a time per build directory: runs share the prefix, and each stops the Wine server
+# when it ends.
+exec 9>"$build/lock"
+flock 9
 
 # Packages whose tests are not yet written for Windows, with why. Their owners make the tests
 # skip (or build-tag) what needs a POSIX host; then the package leaves this list.
