@@ -1,0 +1,92 @@
+// Package shell runs stateful shell sessions for a model: one interactive bash per session,
+// on a terminal (pty) of its own, where a cd, an export, a function or an activated
+// virtualenv stays for the next command, and a REPL, a debugger or a dev server can be typed
+// into and watched.
+//
+// The bash executor (package bash) runs a fresh `bash -c` per call: nothing survives but the
+// file system. A Session is the stateful counterpart, the pty consumer the subprocess
+// Service's terminals were made for. Open starts a non-login interactive bash that reads no
+// startup file of the user (no ~/.bashrc, no history file), in the bash executor's
+// model-friendly environment (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
+// GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, after the Service's credential scrub), on a wide
+// terminal (200x50) so output does not wrap, with echo off. It runs under the Service's guard
+// when the Service has one.
+//
+// # Steps
+//
+// Run sends a command and waits until it finishes, the shell ends, or the yield passes; Write
+// types characters for whatever holds the terminal's foreground (the command, a REPL it
+// started, or the shell itself); Poll waits and reports; Interrupt sends Ctrl-C (SIGINT) to the
+// foreground process group. Each returns a Step: the output since the previous Step (its
+// head and its tail when it is longer than Config.MaxOutputBytes, with a mark saying how many
+// bytes were left out) and a state:
+//
+//   - completed: the shell is back at its prompt; the command's exit status, the shell's cwd
+//     and the duration;
+//   - running: the command, or a program it runs in the foreground, is still there; the Step
+//     names the foreground process group's command ("python3", "sleep", or "bash" for a
+//     builtin loop or `read`), so a model can tell a REPL waiting for input from a shell;
+//   - exited: the shell has ended, with its status.
+//
+// A command with a syntax error is refused before anything runs (`bash -n`; commands of plain
+// words skip the check). The whole transcript is readable by offset (ReadTranscript), in the
+// same whole-stream coordinates as the Service's output reads, within Config.TranscriptBytes.
+//
+// # Command boundaries
+//
+// Every session has a random nonce. PROMPT_COMMAND prints a marker before each prompt, an
+// escape sequence carrying the nonce, the command's number, its exit status and the shell's
+// cwd; the markers are removed from the output, and so are the lines in which bash echoes the
+// session's own machinery (set -x of it, set -v of PROMPT_COMMAND), which carry the nonce. A
+// look-alike without the nonce is ordinary output. PS1, PS2 and PS0 are empty, so no prompt
+// text shows. Each command is sourced from a private file: the shell's state changes exactly
+// as if it had been typed, without the terminal's 4,095-byte line limit and without echo.
+//
+// The boundaries hold through what agent shells are known to trip on:
+//
+//   - set -euo pipefail: under set -e the first failure ends the command, as in a script,
+//     and the shell stays open (an interactive bash would exit; see rc.go for how). Bash
+//     itself still exits at an expansion error under set -e (an unbound variable with set -u,
+//     ${x:?}): the Step then says exited, with a note.
+//   - set -x and set -v: the session's own lines are left out; the command's traces stay.
+//   - PS1/PS0/PS2 set by the command (a virtualenv's activate): cleared again at the next
+//     prompt, with a note. PROMPT_COMMAND replaced or unset: the session puts its hook back
+//     in front of it, with a note (a hook of the user's then prints after the marker, so its
+//     output opens the next Step).
+//   - \r progress bars: kept raw in the transcript; Render (and so Step.Output) shows what a
+//     terminal would, the last state of each line.
+//   - output without a trailing newline, and `exec >file`: the marker goes to /dev/tty.
+//   - a REPL or another program with its own prompt: no marker comes while it holds the
+//     foreground, and the Step says running with its name.
+//
+// Memory stays bounded whatever the output: the Terminal's buffer, the transcript ring and one
+// Step's head (a 50 MB flood keeps a few MiB).
+//
+// # Ownership
+//
+// A Session (or Manager) runs on a subprocess Service. Given one (Config.Service), it belongs
+// to the caller and is never closed by the session; its environment rules, guard and limits
+// apply. Without one, the session makes its own from Config.ServiceConfig and closes it at
+// Close. Close ends the shell and everything it started, jobs, nohup'd and setsid children
+// included (the Terminal's identity-fenced cleanup), releases the pty, and removes the
+// session's private files.
+//
+// # Manager
+//
+// A Manager keeps sessions by short numeric id ("1", "2", ...) for a tool that hands ids to a
+// model, on one shared Service: at most 64 by default; one more prunes the least recently
+// used exited session, else the least recently used, never one of the 8 most recently used.
+// List reports each session's state, cwd and idle time; Close closes them all.
+//
+// # Errors
+//
+// Every error is an *Error, a *ConfigError or a *SyntaxError wrapping one of ErrInvalid,
+// ErrNotFound, ErrUnsupported, ErrClosed, ErrBusy, ErrExited, ErrSyntax or ErrStart (or the
+// Service's kinds, or a context's error). Methods of a nil or zero Session or Manager, and
+// calls given a nil context, a negative or too long yield or an oversized command, return
+// ErrInvalid; nothing panics. Run and Write return an error only when their input was not
+// sent, except when the context ends while they wait (the command goes on).
+//
+// Sessions need terminals: Linux and macOS (bash 4 or later; tested with bash 5 on Linux).
+// On Windows Open fails with ErrUnsupported.
+package shell

@@ -1,0 +1,169 @@
+package shell
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testNonce = "0123456789abcdef0123456789abcdef"
+
+// scanAll feeds chunks to a scanner and returns the transcript and the markers, with the
+// transcript offset at which each marker came.
+func scanAll(chunks ...string) (string, []marker, []int) {
+	var out bytes.Buffer
+	var marks []marker
+	var at []int
+	sc := newScanner(testNonce, func(p []byte) { out.Write(p) }, func(m marker) {
+		marks = append(marks, m)
+		at = append(at, out.Len())
+	})
+	for _, c := range chunks {
+		sc.feed([]byte(c))
+	}
+	sc.end()
+	return out.String(), marks, at
+}
+
+func mk(status int, flags string, seq int, cwdQ string) string {
+	s := ""
+	if seq > 0 {
+		s = fmt.Sprint(seq)
+	}
+	return fmt.Sprintf("\x1b]6973;%s;%d;%s;%s;%s\a", testNonce, status, flags, s, cwdQ)
+}
+
+func TestScannerMarkers(t *testing.T) {
+	stream := "hello\r\n" + mk(0, "", 1, "/tmp") + "abc" + mk(3, "Pe", 2, `$'/a\nb'`) + "tail"
+	out, marks, at := scanAll(stream)
+	assert.Equal(t, "hello\r\nabctail", out)
+	require.Len(t, marks, 2)
+	assert.Equal(t, marker{status: 0, seq: 1, cwd: "/tmp", cwdOK: true}, marks[0])
+	assert.Equal(t, marker{status: 3, flags: "Pe", seq: 2, cwd: "/a\nb", cwdOK: true}, marks[1])
+	assert.Equal(t, []int{7, 10}, at, "a marker comes after the output before it, partial line included")
+
+	// The same stream cut at every byte gives the same result.
+	for i := 0; i <= len(stream); i++ {
+		o, m, a := scanAll(stream[:i], stream[i:])
+		require.Equal(t, out, o, "cut at %d", i)
+		require.Equal(t, marks, m, "cut at %d", i)
+		require.Equal(t, at, a, "cut at %d", i)
+	}
+}
+
+func TestScannerForgeries(t *testing.T) {
+	for _, forged := range []string{
+		"\x1b]6973;ffffffffffffffffffffffffffffffff;0;;1;/x\a", // another nonce
+		"\x1b]6973;;0;;;/x\a",               // none
+		"\x1b]697",                          // cut short by the end
+		"\x1b[31mred\x1b[0m \x1b]0;title\a", // other escapes
+	} {
+		out, marks, _ := scanAll("a"+forged+"b\n", mk(1, "", 4, "/"))
+		assert.Equal(t, "a"+forged+"b\n", out, "%q", forged)
+		require.Len(t, marks, 1, "%q", forged)
+		assert.Equal(t, 4, marks[0].seq)
+	}
+	// With the nonce but malformed: not a marker; its line is the session's own and dropped.
+	for _, bad := range []string{
+		"\x1b]6973;" + testNonce + ";zero;;;/x\a", "\x1b]6973;" + testNonce + ";0;;-1;/x\a", "\x1b]6973;" + testNonce + ";0;;\a",
+	} {
+		out, marks, _ := scanAll("a"+bad+"b\n", "c\n")
+		assert.Equal(t, "c\n", out, "%q", bad)
+		assert.Empty(t, marks, "%q", bad)
+	}
+	// An unterminated look-alike longer than any marker is output, and does not swallow what
+	// follows.
+	long := "\x1b]6973;" + strings.Repeat("x", markerMax+10)
+	out, marks, _ := scanAll(long, "\n"+mk(0, "", 1, "/"))
+	assert.Equal(t, long+"\n", out)
+	assert.Len(t, marks, 1)
+}
+
+func TestScannerOwnLines(t *testing.T) {
+	typed := string(typedLine(testNonce, 7, "/run/x/"+testNonce+"-7"))
+	stream := "+ builtin source '/run/x/" + testNonce + "-7'\r\n" + // set -x of the typed line
+		"out 1\r\n" +
+		"{ __sk_" + testNonce + "_p; } 2>/dev/null\r\n" + // set -v of PROMPT_COMMAND
+		"out 2\r\n"
+	out, _, _ := scanAll(stream)
+	assert.Equal(t, "out 1\r\nout 2\r\n", out)
+	assert.Contains(t, typed, testNonce)
+
+	// A held partial line goes out at flush unless it is the session's own.
+	var got bytes.Buffer
+	sc := newScanner(testNonce, func(p []byte) { got.Write(p) }, func(marker) {})
+	sc.feed([]byte("Password: "))
+	assert.Equal(t, "", got.String(), "held while it might be one of the session's lines")
+	sc.flush()
+	assert.Equal(t, "Password: ", got.String())
+	sc.feed([]byte("x " + testNonce))
+	sc.flush()
+	assert.Equal(t, "Password: ", got.String())
+
+	// A long line streams through and the scanner holds at most lineMax of it.
+	got.Reset()
+	sc.feed(bytes.Repeat([]byte("y"), 3*lineMax))
+	assert.Equal(t, 3*lineMax, got.Len())
+	sc.feed([]byte("z\n"))
+	assert.Equal(t, 3*lineMax+2, got.Len())
+	assert.LessOrEqual(t, cap(sc.line), lineMax)
+}
+
+func FuzzScannerSplit(f *testing.F) {
+	f.Add("hello\r\n"+mk(0, "", 1, "/tmp")+"abc", 3)
+	f.Add("\x1b]6973;x\a"+testNonce+"\n"+mk(2, "E", 2, `'/a b'`), 10)
+	f.Fuzz(func(t *testing.T, s string, cut int) {
+		if cut < 0 || cut > len(s) {
+			return
+		}
+		o1, m1, a1 := scanAll(s)
+		o2, m2, a2 := scanAll(s[:cut], s[cut:])
+		if o1 != o2 || fmt.Sprint(m1) != fmt.Sprint(m2) || fmt.Sprint(a1) != fmt.Sprint(a2) {
+			t.Fatalf("cut at %d changes the result: %q %v %v vs %q %v %v", cut, o1, m1, a1, o2, m2, a2)
+		}
+		if strings.Contains(o1, mk(0, "", 1, "/")) {
+			t.Fatalf("a real marker reached the transcript: %q", o1)
+		}
+	})
+}
+
+// unquote decodes what bash's printf %q writes, for every kind of directory name.
+func TestUnquote(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	names := []string{
+		"/tmp", "", "/a b;c", "/a\nb\tc\\d'e\"f", "/\a\b\x1b\f\r\v", "/ünï/cödé", "/x\xe9y", "/😀 €",
+		"/$HOME/`x`/!h/#/&/*/(/)/|/</>/[/]/{/}/~/?", "/\x01\x7f\u00a0", "it's", "/new\nline", "/bell\a",
+	}
+	for _, name := range names {
+		for _, locale := range []string{"C", "C.UTF-8"} {
+			cmd := exec.Command(bash, "-c", `printf %q "$1"`, "_", name)
+			cmd.Env = []string{"LC_ALL=" + locale}
+			q, err := cmd.Output()
+			require.NoError(t, err)
+			assert.NotContains(t, string(q), "\a", "raw BEL never appears")
+			got, ok := unquote(string(q))
+			assert.True(t, ok, "%q (%s) from %q", q, locale, name)
+			assert.Equal(t, name, got, "%q (%s)", q, locale)
+		}
+	}
+	for _, bad := range []string{"'unterminated", "$'unterminated", `trailing\`, `$'\`, `$'\c`} {
+		_, ok := unquote(bad)
+		assert.False(t, ok, "%q", bad)
+	}
+	for q, want := range map[string]string{
+		`$'\101\0\x41\u00e9\U0001F600'`: "A\x00Aé😀", `$'\cA\E\?\q'`: "\x01\x1b?\\q", `$'\uD800'`: "\uFFFD",
+		`$'\x'`: `\x`, `a$'\n'b`: "a\nb",
+	} {
+		got, ok := unquote(q)
+		assert.True(t, ok, q)
+		assert.Equal(t, want, got, q)
+	}
+}
