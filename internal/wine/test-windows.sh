@@ -31,10 +31,10 @@ flock 9
 # Packages whose tests are not yet written for Windows, with why. Their owners make the tests
 # skip (or build-tag) what needs a POSIX host; then the package leaves this list.
 declare -A NOT_WINDOWS_READY=(
-	[github.com/subkit/subkit/bash]="the bash executor's tests run bash and expect POSIX paths"
-	[github.com/subkit/subkit/cmd/subkit]="the CLI tests run bash and sh"
-	[github.com/subkit/subkit/coderuntime]="the contract suite needs python3, node or bash on PATH"
-	[github.com/subkit/subkit/lsp]="the fake server is built with a go found on PATH (bin/go)"
+	[github.com/subkit/subkit/bash]="TestLoadConfig expects a POSIX absolute path (/abs), TestSharedService runs bash"
+	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
+	[github.com/subkit/subkit/coderuntime]="TestContract finds none of python3, node and bash, and fails rather than pass empty"
+	[github.com/subkit/subkit/lsp]="TestMain builds the fake server with a go found on PATH, which Wine has not"
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
