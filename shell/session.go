@@ -808,14 +808,27 @@ func (s *Session) input(ctx context.Context, p []byte) (sent bool, err error) {
 // read follows the terminal's output until it ends or Close stops it.
 func (s *Session) read() {
 	defer close(s.readerDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.readerStop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
-		upd := s.term.Updated()
 		if s.catchUp() {
 			return
 		}
-		select {
-		case <-upd:
-		case <-s.readerStop:
+		s.rmu.Lock()
+		off := s.off
+		s.rmu.Unlock()
+		// Only a wait: what it reads is read again by catchUp, under the reader's lock.
+		if _, err := s.term.WaitOutput(ctx, off, 1); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("wait for terminal output", "err", err)
+			}
 			s.catchUp()
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,28 @@ func TestShellOutputShapes(t *testing.T) {
 
 func tailOf(s string) string { return s[max(0, len(s)-200):] }
 
+// heapPeak samples the heap in use until the returned function is called, which returns the
+// highest figure seen.
+func heapPeak(t *testing.T) func() uint64 {
+	stop := make(chan struct{})
+	res := make(chan uint64)
+	go func() {
+		var top uint64
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			top = max(top, ms.HeapAlloc)
+			select {
+			case <-stop:
+				res <- top
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 { close(stop); return <-res }
+}
+
 // 50 MB of output: the Step shows a bounded head and tail, the memory the session holds stays
 // bounded, and the next command's boundaries are right.
 func TestShellFloodBounded(t *testing.T) {
@@ -222,7 +245,18 @@ func TestShellFloodBounded(t *testing.T) {
 	cfg, _ := testConfig(t)
 	s := openT(t, cfg)
 	const n = 50_000_000
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	peak := heapPeak(t)
 	st := run(t, s, "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo end")
+	top := peak()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap: %d MiB before, %d MiB at the peak, %d MiB after", base>>20, top>>20, ms.HeapAlloc>>20)
+	assert.Less(t, int64(ms.HeapAlloc)-int64(base), int64(16<<20), "the heap kept after a 50 MB flood")
+	assert.Less(t, int64(top)-int64(base), int64(40<<20), "the heap's peak during a 50 MB flood")
 	assert.Equal(t, 0, st.ExitCode)
 	assert.LessOrEqual(t, len(st.Output), DefaultMaxOutputBytes+markLen)
 	assert.True(t, strings.HasSuffix(st.Output, "x\nend\n"), "tail %q", tailOf(st.Output))

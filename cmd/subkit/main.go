@@ -29,6 +29,7 @@ commands:
   tree   show a process and its descendants
   term   run a program on a terminal of its own (interactive, or scripted with --script)
   bash   run one bash command with the bash executor (bounded output, no pager or prompt)
+  shell  run a script's lines as the commands of one stateful shell session
   lsp    launch a language server, open files, ask for a hover, shut it down
   code   run a snippet of python3, node or bash code and report its result
 
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTerm(ctx, args[1:], stdin, stdout, stderr)
 	case "bash":
 		return cmdBash(ctx, args[1:], stdin, stdout, stderr)
+	case "shell":
+		return cmdShell(ctx, args[1:], stdout, stderr)
 	case "lsp":
 		return cmdLsp(ctx, args[1:], stdout, stderr)
 	case "code":

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/subkit/subkit/shell"
+)
+
+const shellUsage = `usage: subkit shell --script FILE [--yield DUR] [--json]
+
+Runs FILE's lines as the commands of one shell session: an interactive bash on a terminal of its
+own, whose state (cwd, variables, functions, an activated virtualenv) stays from one line to the
+next, in the model-friendly environment of subkit bash. Each line runs to completion, or until
+--yield (default 10s) has passed while it still runs; a line starting with "> " is typed, without
+the "> ", into the program in the foreground (a REPL, a prompt) instead of run as a command.
+Empty lines are skipped. When FILE is done the session is closed, with everything it started.
+
+With --json it prints one JSON object:
+  {"steps":[{"command","state","exit_code","cwd","output","foreground","notes"}],"exit_code"}
+state is "completed" (exit_code is the command's status), "running" (still running at the
+yield; foreground names the foreground program; exit_code null), "exited" (the shell ended;
+exit_code is its status, null when a signal ended it), "syntax_error" (refused by bash -n,
+nothing ran) or "refused" (not run: an earlier line still runs, or the shell has exited);
+output is the step's new output (its head and tail beyond 64000 bytes), foreground and notes
+appear when there is something to say; the last "exit_code" is the last step's. It exits 0 once
+the session has run. Without --json it prints each step as "$ command", its output and a
+bracketed status line, and exits with the last step's exit code (0 when it has none).
+Exit status when it cannot run: 2 (bad flags or file), 127 (bash not found), 1 (other); 130
+when interrupted.
+
+flags:
+`
+
+type shellStep struct {
+	Command    string   `json:"command"`
+	State      string   `json:"state"`
+	ExitCode   *int     `json:"exit_code"`
+	Cwd        string   `json:"cwd"`
+	Output     string   `json:"output"`
+	Foreground string   `json:"foreground,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+type shellOutput struct {
+	Steps    []shellStep `json:"steps"`
+	ExitCode *int        `json:"exit_code"`
+}
+
+// cmdShell is `subkit shell`.
+func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
+	var (
+		script = fs.String("script", "", "file whose lines are run as the session's commands")
+		yield  = fs.Duration("yield", 10*time.Second, "how long each line may run before the next one")
+		asJSON = fs.Bool("json", false, "print one JSON object")
+	)
+	fail := func(kind string, code int, err error) int {
+		return reportError(stdout, stderr, *asJSON, "shell", kind, code, err)
+	}
+	if help, err := parseFlags(fs, args, shellUsage, stdout); help {
+		return 0
+	} else if err != nil {
+		return fail("invalid", exitUsage, err)
+	}
+	switch {
+	case *script == "":
+		return fail("invalid", exitUsage, errors.New("--script FILE is required"))
+	case fs.NArg() > 0:
+		return fail("invalid", exitUsage, fmt.Errorf("unexpected arguments %q: the commands come from --script", fs.Args()))
+	case *yield <= 0 || *yield > shell.DefaultMaxYield:
+		return fail("invalid", exitUsage, fmt.Errorf("--yield must be above 0 and at most %v", shell.DefaultMaxYield))
+	}
+	lines, err := readLines(*script)
+	if err != nil {
+		return fail("invalid", exitUsage, fmt.Errorf("--script: %w", err))
+	}
+
+	s, err := shell.Open(ctx, shell.Config{ServiceConfig: serviceConfig()})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fail("cancelled", exitCancelled, err)
+		}
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
+	}
+	out, interrupted := runShellScript(ctx, s, lines, *yield)
+	if err := s.Close(); err != nil {
+		fmt.Fprintf(stderr, "subkit: %v\n", err)
+	}
+	if *asJSON {
+		writeJSON(stdout, out)
+	} else {
+		for _, st := range out.Steps {
+			io.WriteString(stdout, renderShellStep(st))
+		}
+	}
+	switch {
+	case interrupted:
+		return exitCancelled
+	case *asJSON || out.ExitCode == nil:
+		return 0
+	}
+	return *out.ExitCode
+}
+
+func readLines(name string) ([]string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), shell.MaxCommandBytes)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+// runShellScript runs the lines; it reports whether ctx ended it.
+func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield time.Duration) (shellOutput, bool) {
+	out := shellOutput{Steps: []shellStep{}}
+	for _, line := range lines {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var st shell.Step
+		var err error
+		if input, ok := strings.CutPrefix(line, "> "); ok {
+			st, err = s.Write(ctx, input+"\n", yield)
+		} else {
+			st, err = s.Run(ctx, line, yield)
+		}
+		if ctx.Err() != nil {
+			return out, true
+		}
+		step := shellStep{Command: line}
+		var se *shell.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			step.State, step.Output = "syntax_error", se.Message
+			code := 2 // bash's status for a syntax error
+			step.ExitCode = &code
+		case err != nil:
+			step.State, step.Output = "refused", err.Error()
+		default:
+			step.State, step.Cwd, step.Output = string(st.State), st.Cwd, st.Output
+			step.Foreground, step.Notes = st.Foreground, st.Notes
+			if st.State != shell.StateRunning && st.ExitCode >= 0 {
+				code := st.ExitCode
+				step.ExitCode = &code
+			}
+		}
+		out.Steps = append(out.Steps, step)
+		out.ExitCode = step.ExitCode
+	}
+	return out, false
+}
+
+// renderShellStep is one step as text: the command, its output, a bracketed status line.
+func renderShellStep(st shellStep) string {
+	var b strings.Builder
+	b.WriteString("$ " + st.Command + "\n")
+	b.WriteString(st.Output)
+	if st.Output != "" && !strings.HasSuffix(st.Output, "\n") {
+		b.WriteString("\n")
+	}
+	for _, n := range st.Notes {
+		b.WriteString("[note: " + n + "]\n")
+	}
+	switch st.State {
+	case "completed":
+		if *st.ExitCode != 0 {
+			fmt.Fprintf(&b, "[exit code %d]\n", *st.ExitCode)
+		}
+	case "running":
+		fmt.Fprintf(&b, "[still running: %s in the foreground]\n", st.Foreground)
+	case "exited":
+		if st.ExitCode != nil {
+			fmt.Fprintf(&b, "[the shell exited with status %d]\n", *st.ExitCode)
+		} else {
+			b.WriteString("[the shell was ended by a signal]\n")
+		}
+	case "syntax_error":
+		b.WriteString("[syntax error: nothing ran]\n")
+	case "refused":
+		b.WriteString("[not run]\n")
+	}
+	return b.String()
+}

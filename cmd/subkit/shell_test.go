@@ -1,0 +1,103 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeScript(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "script")
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+	return p
+}
+
+// One session runs the script's lines: state stays, a REPL gets the "> " lines, and every
+// step says how it ended.
+func TestShellScriptJSON(t *testing.T) {
+	script := writeScript(t, strings.Join([]string{
+		"cd /usr",
+		"export X=41",
+		"echo $((X+1)) from $(pwd)",
+		"",
+		"false",
+		"echo )",
+		"cat",
+		"> typed into cat",
+		"> \x04",
+		"printf 'no newline'",
+		"exit 3",
+		"echo after",
+	}, "\n"))
+	// The yield runs out twice (cat waits for input), so it is short; every other line ends
+	// long before it.
+	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", "3s", "--json")
+	require.Equal(t, 0, code, out)
+	o := decode[shellOutput](t, out)
+	require.Len(t, o.Steps, 11, "the empty line is skipped")
+	want := []struct {
+		state  string
+		exit   int
+		output string
+	}{
+		{"completed", 0, ""},
+		{"completed", 0, ""},
+		{"completed", 0, "42 from /usr\n"},
+		{"completed", 1, ""},
+		{"syntax_error", 2, "bash: line 1: syntax error near unexpected token `)'\nbash: line 1: `echo )'"},
+		{"running", -1, ""},
+		{"running", -1, "typed into cat\n"},
+		{"completed", 0, ""},
+		{"completed", 0, "no newline"},
+		{"exited", 3, ""},
+		{"refused", -1, ""},
+	}
+	for i, w := range want {
+		st := o.Steps[i]
+		assert.Equal(t, w.state, st.State, "step %d %q", i, st.Command)
+		if w.exit >= 0 {
+			require.NotNil(t, st.ExitCode, "step %d", i)
+			assert.Equal(t, w.exit, *st.ExitCode, "step %d", i)
+		} else {
+			assert.Nil(t, st.ExitCode, "step %d", i)
+		}
+		if w.state != "refused" {
+			assert.Equal(t, w.output, st.Output, "step %d", i)
+		}
+	}
+	assert.Equal(t, "/usr", o.Steps[2].Cwd)
+	assert.Equal(t, "cat", o.Steps[5].Foreground)
+	assert.Contains(t, o.Steps[10].Output, "exited")
+	assert.Nil(t, o.ExitCode, "the last step was refused")
+}
+
+func TestShellScriptText(t *testing.T) {
+	script := writeScript(t, "echo hi\n(exit 4)\n")
+	code, out, _ := cli(t, "", "shell", "--script", script)
+	assert.Equal(t, 4, code, "the last step's exit code")
+	assert.Equal(t, "$ echo hi\nhi\n$ (exit 4)\n[exit code 4]\n", out)
+}
+
+func TestShellScriptErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"shell", "--json"},
+		{"shell", "--json", "--script", "/no/such/file"},
+		{"shell", "--json", "--script", "x", "extra"},
+		{"shell", "--json", "--script", "x", "--yield", "0s"},
+		{"shell", "--json", "--script", "x", "--yield", "100h"},
+	} {
+		code, out, _ := cli(t, "", args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Contains(t, out, `"invalid"`, "%v", args)
+	}
+	code, out, _ := cli(t, "", "shell", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "usage: subkit shell")
+}
