@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// planVersion is the version of the plan's format; Main refuses any other (a helper binary
+// older or newer than the host).
+const planVersion = 1
+
+// The routes of a plan: how the helper was reached and what it applies itself.
+const (
+	routeLandlock = "landlock"    // Landlock + seccomp, applied by the helper
+	routeNS       = "landlock-ns" // Landlock, the network cut by the user+network namespace unshare(1) made
+	routeBwrap    = "bwrap"       // bwrap made the mounts and namespaces; the helper adds seccomp and limits
+)
+
+// plan is what Prepare tells Main, in PlanVar.
+type plan struct {
+	V          int          `json:"v"`
+	Route      string       `json:"route"`
+	Path       string       `json:"path"` // the program; its argv is the helper's os.Args[1:]
+	Dir        string       `json:"dir"`
+	ABI        int          `json:"abi,omitempty"` // the Landlock ABI the Report assumed: Main refuses a lower one
+	Writable   []string     `json:"writable,omitempty"`
+	Hidden     []hiddenPath `json:"hidden,omitempty"`
+	NetworkOff bool         `json:"network_off,omitempty"`
+	Seccomp    bool         `json:"seccomp,omitempty"`
+	Limits     Limits       `json:"limits"`
+	Probe      *probeChecks `json:"probe,omitempty"`  // the probe's checks, run after confinement and before the exec
+	Stage2     bool         `json:"stage2,omitempty"` // the probe's second stage: report and exit
+}
+
+// hiddenPath is one hidden path as resolved.
+type hiddenPath struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir,omitempty"`
+}
+
+// probeChecks are what the probe's helper checks from inside the confinement.
+type probeChecks struct {
+	Inside  string `json:"inside"`             // a file to create in a writable root: must work
+	Outside string `json:"outside"`            // a file to create outside: must fail
+	Secret  string `json:"secret"`             // a file in a hidden directory: must not be readable
+	HostNet string `json:"host_net,omitempty"` // the host's network namespace (/proc/self/ns/net), which a namespace route must have left
+}
+
+func (p *plan) encode() (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("encoding the plan: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodePlan(s string) (*plan, error) {
+	if s == "" {
+		return nil, fmt.Errorf("no plan in %s", PlanVar)
+	}
+	var p plan
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return nil, fmt.Errorf("decoding the plan in %s: %w", PlanVar, err)
+	}
+	if p.V != planVersion {
+		return nil, fmt.Errorf("plan version %d, this helper reads version %d (the helper binary and the host differ)", p.V, planVersion)
+	}
+	return &p, nil
+}

@@ -1,0 +1,147 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Policy says what a confined program may do. Its zero value is the default confinement: the
+// working directory and the private temp dir writable, everything else read-only, the
+// credential homes of DefaultHidden unreadable, no network, no limits, the first backend that
+// works.
+type Policy struct {
+	// Writable lists the roots the program may write (and read) beneath: directories or
+	// files, "~/" expanded against Program.Home, relative ones taken against Program.Dir,
+	// symbolic links resolved. Each must exist. nil means Program.Dir and Program.TempDir; an
+	// empty non-nil slice means nothing but Program.TempDir, which is always writable when set.
+	// Everything outside the writable roots is read-only (or hidden).
+	Writable []string
+	// Hidden lists paths the program can neither read nor list: "~/" expanded against
+	// Program.Home, relative ones taken against Program.Dir, symbolic links resolved (the
+	// target is hidden). Entries that do not exist are skipped. nil means DefaultHidden(); an
+	// empty non-nil slice hides nothing. A writable root beneath a hidden path stays writable.
+	Hidden []string
+	// Network is NetworkOff (the zero value: no socket but Unix-domain ones) or NetworkOn.
+	Network Network
+	// Limits are resource limits the helper sets before it starts the program; zero fields
+	// set nothing.
+	Limits Limits
+	// Backend is "" (the first backend the probe found working, in the order of
+	// Sandbox.Backends) or one backend, which must then work: Prepare never falls back to
+	// another one.
+	Backend Backend
+}
+
+// DefaultHidden returns the paths a Policy with a nil Hidden hides: the usual credential
+// stores in the home directory. Each call returns a new slice.
+func DefaultHidden() []string {
+	return []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.docker/config.json", "~/.netrc", "~/.kube"}
+}
+
+// Network says whether the program may use the network.
+type Network int
+
+const (
+	// NetworkOff: no network. socket(2) of any family but AF_UNIX fails with EPERM (seccomp), or,
+	// where seccomp cannot be used, the program runs in a network namespace of its own with no
+	// interface up. Unix-domain sockets keep working.
+	NetworkOff Network = iota
+	// NetworkOn: the network of the host, unrestricted.
+	NetworkOn
+)
+
+func (n Network) String() string {
+	switch n {
+	case NetworkOff:
+		return "off"
+	case NetworkOn:
+		return "on"
+	}
+	return fmt.Sprintf("Network(%d)", int(n))
+}
+
+// Limits are resource limits (setrlimit(2)), each set as both the soft and the hard limit (so
+// the program cannot raise it again) by the helper just before it starts the program. A zero
+// field sets nothing. A limit must be below this process's own hard limit (a limit only
+// lowers); Prepare refuses one that is not.
+type Limits struct {
+	// CPUSeconds is RLIMIT_CPU: the program gets SIGXCPU after this many seconds of CPU time
+	// and SIGKILL a second later (the hard limit is one second above).
+	CPUSeconds uint64
+	// FileSizeBytes is RLIMIT_FSIZE: a write that would make a file larger fails and the
+	// program gets SIGXFSZ.
+	FileSizeBytes uint64
+	// OpenFiles is RLIMIT_NOFILE: descriptors at most this number fail with EMFILE.
+	OpenFiles uint64
+	// Processes is RLIMIT_NPROC: fork fails with EAGAIN once the user has this many
+	// processes (threads count). The kernel counts every process of the user's real uid (in
+	// the program's user namespace, where the backend makes one), not only the sandbox's,
+	// and never enforces it for uid 0: the Report says so when this process is root.
+	Processes uint64
+	// AddressSpaceBytes is RLIMIT_AS. Set it only when asked for: runtimes that reserve large
+	// address spaces up front (the JVM, Go, V8, sanitizers) fail under it.
+	AddressSpaceBytes uint64
+}
+
+// Backend names a confinement mechanism.
+type Backend string
+
+const (
+	// Landlock confines the program with Landlock (filesystem; TCP too when the network is
+	// off, from ABI 4; signals and abstract Unix sockets, from ABI 6), a seccomp filter, no
+	// new privileges and no capabilities, applied by the helper to itself just before it
+	// execs the program (same pid). Where seccomp cannot be loaded, the network is cut by a
+	// user and network namespace (util-linux unshare(1) in front of the helper).
+	Landlock Backend = "landlock"
+	// Bubblewrap runs the program under bwrap(1): a read-only bind of /, writable roots bound
+	// read-write, hidden paths covered, new user, pid and (network off) network namespaces;
+	// inside, the helper adds the seccomp filter, no new privileges and the limits. The
+	// program is a child of bwrap (another pid).
+	Bubblewrap Backend = "bwrap"
+)
+
+// Report says how one program is confined: which backend enforces the policy, and what it
+// could not enforce.
+type Report struct {
+	Backend Backend
+	// Network is "off by seccomp", "off by namespace", "off by seccomp and namespace" or "on".
+	Network string
+	// Writable are the writable roots as resolved (absolute, links resolved).
+	Writable []string
+	// Hidden are the hidden paths that exist, as resolved.
+	Hidden []string
+	// Unenforced lists, one sentence each, what the policy or the kit's baseline (no
+	// ptrace, mount, new namespaces, keyrings, bpf) asks for and this backend cannot enforce
+	// here. Empty when everything is enforced.
+	Unenforced []string
+	// Notes lists, one sentence each, what the program may notice beyond the policy: access
+	// refused to keep a hidden path hidden, exit statuses reported differently.
+	Notes []string
+	// SamePid is true when the program runs with the pid of the process that was started
+	// (the helper execs it in place); false when it is a child of the backend's own process
+	// (bwrap), which then reports a program killed by signal N as exit status 128+N.
+	SamePid bool
+}
+
+// String is a one-line summary, such as
+// "landlock: hidden paths enforced, network off by seccomp".
+func (r Report) String() string {
+	var b strings.Builder
+	b.WriteString(string(r.Backend))
+	b.WriteString(": ")
+	if len(r.Hidden) > 0 {
+		b.WriteString("hidden paths enforced")
+	} else {
+		b.WriteString("no hidden path exists")
+	}
+	b.WriteString(", network ")
+	b.WriteString(r.Network)
+	if !r.SamePid {
+		b.WriteString(", the program is a child of " + string(r.Backend))
+	}
+	if len(r.Unenforced) > 0 {
+		b.WriteString("; not enforced: ")
+		b.WriteString(strings.Join(r.Unenforced, "; "))
+	}
+	return b.String()
+}

@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxArgLen is MAX_ARG_STRLEN: Linux refuses a single argument or environment string of this
+// many bytes or more (the terminating NUL counted) with E2BIG.
+const maxArgLen = 32 * 4096
+
+// resolved is a Policy and a Program checked and made absolute.
+type resolved struct {
+	prog       Program
+	writable   []string     // resolved writable roots, TempDir included
+	hidden     []hiddenPath // resolved hidden paths that exist
+	networkOff bool
+	limits     Limits
+}
+
+// resolve checks p and prog and resolves every path. Its errors are *Error of kind ErrInvalid
+// or ErrNotFound.
+func resolve(p *Policy, prog Program) (*resolved, error) {
+	const op = "prepare"
+	if p == nil {
+		return nil, invalid(op, "Policy", "nil policy (use &sandbox.Policy{} for the defaults)")
+	}
+	if err := checkProgram(prog, p.Writable == nil); err != nil {
+		return nil, err
+	}
+	r := &resolved{prog: prog, limits: p.Limits}
+	switch p.Network {
+	case NetworkOff:
+		r.networkOff = true
+	case NetworkOn:
+	default:
+		return nil, invalid(op, "Policy.Network", "unknown value %d (use NetworkOff or NetworkOn)", int(p.Network))
+	}
+	if err := checkLimits(p.Limits); err != nil {
+		return nil, err
+	}
+
+	writable := p.Writable
+	if writable == nil {
+		writable = []string{prog.Dir}
+	}
+	if prog.TempDir != "" {
+		writable = append(slices.Clip(writable), prog.TempDir)
+	}
+	for i, w := range writable {
+		name := fmt.Sprintf("Policy.Writable[%d]", i)
+		abs, err := expand(w, prog, name)
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, pathError(name, abs, err)
+		}
+		if !slices.Contains(r.writable, real) {
+			r.writable = append(r.writable, real)
+		}
+	}
+
+	hidden := p.Hidden
+	if hidden == nil {
+		hidden = DefaultHidden()
+	}
+	for i, h := range hidden {
+		name := fmt.Sprintf("Policy.Hidden[%d]", i)
+		abs, err := expand(h, prog, name)
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue // nothing to hide
+		}
+		if err != nil {
+			return nil, pathError(name, abs, err)
+		}
+		if real == "/" {
+			return nil, invalid(op, name, "%q resolves to /: hiding everything leaves nothing to run", h)
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return nil, pathError(name, real, err)
+		}
+		if slices.Contains(r.writable, real) {
+			return nil, invalid(op, name, "%s is also a writable root", real)
+		}
+		if !slices.ContainsFunc(r.hidden, func(x hiddenPath) bool { return x.Path == real }) {
+			r.hidden = append(r.hidden, hiddenPath{Path: real, Dir: fi.IsDir()})
+		}
+	}
+	return r, nil
+}
+
+// checkProgram checks the fields of prog. needTemp: the default writable roots need TempDir.
+func checkProgram(prog Program, needTemp bool) error {
+	const op = "prepare"
+	if err := checkAbs("Program.Path", prog.Path); err != nil {
+		return err
+	}
+	fi, err := os.Stat(prog.Path)
+	if err != nil {
+		return pathError("Program.Path", prog.Path, err)
+	}
+	if fi.IsDir() {
+		return invalid(op, "Program.Path", "%s is a directory", prog.Path)
+	}
+	if len(prog.Args) == 0 {
+		return invalid(op, "Program.Args", "empty: Args[0] is argv[0] and must be there")
+	}
+	for i, a := range prog.Args {
+		if err := checkString(fmt.Sprintf("Program.Args[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	for i, e := range prog.Env {
+		name := fmt.Sprintf("Program.Env[%d]", i)
+		if err := checkString(name, e); err != nil {
+			return err
+		}
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return invalid(op, name, "%q is not NAME=VALUE", e)
+		}
+	}
+	if err := checkDir("Program.Dir", prog.Dir); err != nil {
+		return err
+	}
+	if prog.TempDir == "" {
+		if needTemp {
+			return invalid(op, "Program.TempDir", "empty: the default writable roots (Policy.Writable nil) are Program.Dir and Program.TempDir")
+		}
+	} else if err := checkDir("Program.TempDir", prog.TempDir); err != nil {
+		return err
+	}
+	if prog.Home != "" {
+		if err := checkAbs("Program.Home", prog.Home); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkAbs(name, p string) error {
+	if p == "" {
+		return invalid("prepare", name, "empty")
+	}
+	if err := checkString(name, p); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p) {
+		return invalid("prepare", name, "%q is not absolute", p)
+	}
+	return nil
+}
+
+func checkDir(name, p string) error {
+	if err := checkAbs(name, p); err != nil {
+		return err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return pathError(name, p, err)
+	}
+	if !fi.IsDir() {
+		return invalid("prepare", name, "%s is not a directory", p)
+	}
+	return nil
+}
+
+func checkString(name, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid("prepare", name, "contains a NUL byte")
+	}
+	if len(s) >= maxArgLen {
+		return invalid("prepare", name, "%d bytes: Linux takes at most %d in one argument or environment string", len(s), maxArgLen-1)
+	}
+	return nil
+}
+
+// expand makes a Policy path absolute: "~" and "~/..." against prog.Home, relative ones
+// against prog.Dir.
+func expand(p string, prog Program, name string) (string, error) {
+	if p == "" {
+		return "", invalid("prepare", name, "empty path")
+	}
+	if err := checkString(name, p); err != nil {
+		return "", err
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if prog.Home == "" {
+			return "", invalid("prepare", name, "%q needs Program.Home, which is empty", p)
+		}
+		return filepath.Join(prog.Home, p[1:]), nil
+	}
+	if strings.HasPrefix(p, "~") {
+		return "", invalid("prepare", name, "%q: only ~ and ~/ are expanded (not ~user)", p)
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(prog.Dir, p), nil
+	}
+	return filepath.Clean(p), nil
+}
+
+// pathError is the error of a path that could not be resolved.
+func pathError(name, p string, err error) error {
+	kind := ErrInvalid
+	if errors.Is(err, fs.ErrNotExist) {
+		kind = ErrNotFound
+	}
+	return &Error{Op: "prepare", Name: name, Kind: kind, Err: err}
+}
+
+// checkLimits refuses a limit that would not lower this process's own hard limit (the
+// program inherits it, and only a privileged process could raise it).
+func checkLimits(l Limits) error {
+	for _, c := range []struct {
+		name     string
+		resource int
+		v        uint64
+	}{
+		{"Limits.CPUSeconds", unix.RLIMIT_CPU, l.CPUSeconds},
+		{"Limits.FileSizeBytes", unix.RLIMIT_FSIZE, l.FileSizeBytes},
+		{"Limits.OpenFiles", unix.RLIMIT_NOFILE, l.OpenFiles},
+		{"Limits.Processes", unix.RLIMIT_NPROC, l.Processes},
+		{"Limits.AddressSpaceBytes", unix.RLIMIT_AS, l.AddressSpaceBytes},
+	} {
+		if c.v == 0 {
+			continue
+		}
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(c.resource, &cur); err != nil {
+			return &Error{Op: "prepare", Name: c.name, Kind: ErrSystem, Err: fmt.Errorf("getrlimit: %w", err)}
+		}
+		max := cur.Max
+		if c.resource == unix.RLIMIT_CPU && max != unix.RLIM_INFINITY {
+			max-- // the hard limit is set one second above the soft one
+		}
+		if c.v == unix.RLIM_INFINITY || c.v > max || (max == unix.RLIM_INFINITY && c.v >= max-1) {
+			return &Error{Op: "prepare", Name: c.name, Kind: ErrInvalid,
+				Err:  fmt.Errorf("%d is not below this process's hard limit (%s)", c.v, rlimitString(cur.Max)),
+				Hint: "a limit can only lower the hard limit; use 0 for no limit"}
+		}
+	}
+	return nil
+}
+
+func rlimitString(v uint64) string {
+	if v == unix.RLIM_INFINITY {
+		return "unlimited"
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"slices"
+	"time"
+)
+
+// The helper's role: a process started with RoleVar=RoleSandbox and the plan in PlanVar is the
+// sandbox hop. subprocess.HelperMain dispatches it to Main.
+const (
+	RoleVar     = "SUBKIT_HELPER"
+	RoleSandbox = "sandbox"
+	// PlanVar carries the plan (JSON) from Prepare to Main. Main removes it and RoleVar from
+	// the environment before it execs the program.
+	PlanVar = "SUBKIT_SANDBOX_PLAN"
+)
+
+// DefaultProbeTimeout bounds the probe of New (NewContext takes the caller's context instead).
+const DefaultProbeTimeout = 30 * time.Second
+
+// Program is what the caller would start without a sandbox.
+type Program struct {
+	// Path is the program to run: absolute (resolve it through PATH first).
+	Path string
+	// Args are its arguments, Args[0] being argv[0]; at least one.
+	Args []string
+	// Env is its whole environment (NAME=VALUE). Prepare adds TMPDIR=TempDir.
+	Env []string
+	// Dir is its working directory: absolute, existing. Relative Policy paths are taken
+	// against it.
+	Dir string
+	// TempDir is the private temp dir the caller made for this program: when set it is
+	// always writable and becomes TMPDIR. It may be empty only when Policy.Writable is not
+	// nil.
+	TempDir string
+	// Home is the home directory "~/" expands to in Policy paths; it may be empty only when
+	// no Policy path starts with "~".
+	Home string
+}
+
+// Launch is what to start instead of the Program: after the helper's exec (and bwrap's, or
+// unshare's) the process is the program, confined. Each argument of the Program stays its own
+// argument here (none is packed into one string, which Linux caps at 128 KiB).
+type Launch struct {
+	Path   string   // absolute path of what to start (the helper, unshare or bwrap)
+	Args   []string // its arguments, Args[0] being argv[0]
+	Env    []string // its environment: the Program's, TMPDIR, and the helper's role and plan
+	Report Report   // how the program will be confined
+}
+
+// Sandbox is this machine's probed ability to confine programs: made once by New and
+// immutable, so safe for concurrent use.
+type Sandbox struct {
+	helper  string
+	found   []backendInfo      // the working backends, in the order tried
+	missing map[Backend]string // why a backend does not work here
+}
+
+// backendInfo is what the probe learnt of one working backend.
+type backendInfo struct {
+	backend  Backend
+	abi      int    // Landlock ABI (Landlock backend)
+	seccomp  bool   // the seccomp filter loads
+	unshare  string // util-linux unshare, for the network namespace hop (Landlock without seccomp)
+	bwrap    string // bwrap's path (Bubblewrap backend)
+	capsKept bool   // the program keeps capabilities (no CAP_SETPCAP to drop the bounding set)
+}
+
+// Backends returns the working backends, in the order Prepare tries them for a Policy with
+// no Backend.
+func (s *Sandbox) Backends() []Backend {
+	if s == nil {
+		return nil
+	}
+	out := make([]Backend, 0, len(s.found))
+	for _, b := range s.found {
+		out = append(out, b.backend)
+	}
+	return out
+}
+
+// Unavailable returns nil when backend b works here, or an error wrapping ErrUnsupported that
+// says why it does not.
+func (s *Sandbox) Unavailable(b Backend) error {
+	if s != nil && slices.ContainsFunc(s.found, func(i backendInfo) bool { return i.backend == b }) {
+		return nil
+	}
+	why := "unknown backend"
+	if s != nil {
+		if w, ok := s.missing[b]; ok {
+			why = w
+		}
+	}
+	return &Error{Op: "backend", Name: string(b), Kind: ErrUnsupported, Err: errorString(why)}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
