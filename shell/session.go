@@ -86,18 +86,19 @@ type Info struct {
 // an export, a function or an activated virtualenv stays for the next command. All methods
 // are safe for concurrent use; Run, Write, Poll and Interrupt take turns.
 type Session struct {
-	cfg    Config
-	svc    *subprocess.Service
-	ownSvc bool
-	id     string
-	term   *subprocess.Terminal
-	bash   string
-	nonce  string
-	dir    string
-	log    *slog.Logger
-	clock  *atomic.Uint64 // shared with a Manager: the order of use, for pruning
-	used   atomic.Uint64
-	usedAt atomic.Int64 // unix nanoseconds of the last use
+	cfg     Config
+	svc     *subprocess.Service
+	ownSvc  bool
+	id      string
+	term    *subprocess.Terminal
+	bash    string
+	nonce   string
+	dir     string
+	cmdFile *os.File // the command file, rewritten for each Run
+	log     *slog.Logger
+	clock   *atomic.Uint64 // shared with a Manager: the order of use, for pruning
+	used    atomic.Uint64
+	usedAt  atomic.Int64 // unix nanoseconds of the last use
 
 	turn chan struct{} // held by the Run, Write, Poll or Interrupt in progress
 
@@ -113,24 +114,23 @@ type Session struct {
 	off     int64
 	pending chan error // a write to the terminal still in progress, or nil
 
-	mu       sync.Mutex
-	tr       *transcript
-	changed  chan struct{} // closed and replaced at every marker and at the end of output
-	ready    bool
-	waiting  bool // a command was sent and its marker has not come
-	waitSeq  int  // the number of the command waited for; 0 for a line written at the prompt
-	command  string
-	sent     time.Time
-	doneAt   time.Time
-	status   int
-	cwd      string
-	flags    string // marker flags since the last Step
-	errexit  bool   // set -e was on at the last prompt
-	lost     int64  // since the last Step
-	ended    bool   // the terminal's output has ended
-	closed   bool
-	seq      int
-	cmdFiles []string
+	mu      sync.Mutex
+	tr      *transcript
+	changed chan struct{} // closed and replaced at every marker and at the end of output
+	ready   bool
+	waiting bool // a command was sent and its marker has not come
+	waitSeq int  // the number of the command waited for; 0 for a line written at the prompt
+	command string
+	sent    time.Time
+	doneAt  time.Time
+	status  int
+	cwd     string
+	flags   string // marker flags since the last Step
+	errexit bool   // set -e was on at the last prompt
+	lost    int64  // since the last Step
+	ended   bool   // the terminal's output has ended
+	closed  bool
+	seq     int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -206,6 +206,11 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	if err := os.WriteFile(rc, []byte(rcFile(s.nonce)), 0o600); err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})
 	}
+	cmdFile, err := os.OpenFile(filepath.Join(dir, s.nonce+"-command"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fail(&Error{Op: op, ID: id, Err: err})
+	}
+	s.cmdFile = cmdFile
 	s.sc = newScanner(s.nonce, s.emit, s.marker)
 	env := append(modelEnv(), c.Env...)
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
@@ -394,26 +399,22 @@ func (s *Session) Run(ctx context.Context, command string, yield time.Duration) 
 	if err := s.checkSyntax(ctx, command); err != nil {
 		return Step{}, err
 	}
-	s.mu.Lock()
-	s.seq++
-	seq := s.seq
-	old := s.cmdFiles
-	s.cmdFiles = nil
-	s.mu.Unlock()
-	for _, f := range old {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn("remove command file", "path", f, "err", err)
-		}
+	// The one command file is rewritten in place (a new file per command costs a create and
+	// an unlink, slow on some file systems): bash has read it whole by the time the previous
+	// command's marker came, and no command is in progress now.
+	data := []byte(command + "\n")
+	if _, err := s.cmdFile.WriteAt(data, 0); err != nil {
+		return Step{}, &Error{Op: op, ID: s.id, Err: err, Hint: "nothing ran"}
 	}
-	path := filepath.Join(s.dir, fmt.Sprintf("%s-%d", s.nonce, seq))
-	if err := os.WriteFile(path, []byte(command+"\n"), 0o600); err != nil {
+	if err := s.cmdFile.Truncate(int64(len(data))); err != nil {
 		return Step{}, &Error{Op: op, ID: s.id, Err: err, Hint: "nothing ran"}
 	}
 	s.mu.Lock()
-	s.cmdFiles = append(s.cmdFiles, path)
+	s.seq++
+	seq := s.seq
 	s.waiting, s.waitSeq, s.command, s.sent = true, seq, command, time.Now()
 	s.mu.Unlock()
-	if sent, err := s.input(ctx, typedLine(s.nonce, seq, path)); err != nil {
+	if sent, err := s.input(ctx, typedLine(s.nonce, seq, s.cmdFile.Name())); err != nil {
 		if !sent {
 			s.mu.Lock()
 			s.waiting = false
@@ -760,6 +761,9 @@ func (s *Session) release() error {
 	}
 	s.writers.Wait()
 	s.inflight.Wait()
+	if s.cmdFile != nil {
+		errs = append(errs, s.cmdFile.Close())
+	}
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
 	}

@@ -281,6 +281,15 @@ var rows = []row{
 		Check:    metricUnder("guard-MiB", 10, "MiB"),
 		Note:     "VmRSS of the guard process once every tree runs",
 	},
+	{
+		Title: "shell session `true` (`Session.Run` of `true` in a warm session: typed into the pty, " +
+			"sourced by the running bash, its prompt marker read back)",
+		Baseline: "a fresh `bash -c true` per call: os/exec with `Setpgid`, both streams to a `bytes.Buffer`",
+		Target:   reportOnly,
+		Bench:    "BenchmarkShellTrue",
+		Check:    timeRatio(0),
+		Note:     "session opened untimed; `true` is plain words, so no `bash -n` check runs",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
