@@ -19,8 +19,12 @@ var (
 	// ErrInvalid: a Request or Config field is wrong; the error names it. It is
 	// subprocess.ErrInvalid, so one test covers both layers.
 	ErrInvalid = subprocess.ErrInvalid
-	// ErrClosed: the runtime was closed (before or during the run); create a new one.
+	// ErrClosed: the runtime or the session was closed (before or during the run); create a
+	// new one.
 	ErrClosed = errors.New("runtime is closed")
+	// ErrUnsupported: the platform lacks what the feature needs (sessions on Windows). It is
+	// subprocess.ErrUnsupported.
+	ErrUnsupported = subprocess.ErrUnsupported
 )
 
 // UnavailableError says that a language's interpreter cannot be used. It wraps

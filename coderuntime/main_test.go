@@ -43,11 +43,11 @@ func newRuntime(t *testing.T, cfg coderuntime.Config) *coderuntime.SubprocessRun
 	t.Helper()
 	tmp := t.TempDir()
 	testutil.EmptyDir(t, tmp)
-	if cfg.Service.TempDir == "" {
-		cfg.Service.TempDir = tmp
+	if cfg.ServiceConfig.TempDir == "" {
+		cfg.ServiceConfig.TempDir = tmp
 	}
-	if cfg.Service.SpillDir == "" {
-		cfg.Service.SpillDir = t.TempDir()
+	if cfg.ServiceConfig.SpillDir == "" {
+		cfg.ServiceConfig.SpillDir = t.TempDir()
 	}
 	if cfg.Interpreters == nil && realPython() != "" {
 		cfg.Interpreters = map[coderuntime.Language]string{coderuntime.Python3: realPython()}

@@ -21,6 +21,11 @@ const (
 	DefaultTimeout = 60 * time.Second
 	// DefaultOutputBytes is how many trailing bytes of each output stream a Result keeps.
 	DefaultOutputBytes = 64000
+	// DefaultDrainGrace is how long a run's output may keep draining after the code has
+	// exited while processes it started hold the pipes (`server &`); then the Result settles
+	// with PipesHeld and they are ended. Short, as the bash executor's: the grace would add
+	// seconds to every such run.
+	DefaultDrainGrace = 250 * time.Millisecond
 )
 
 // Runtime runs model-written code. Implementations are safe for concurrent use.
@@ -55,10 +60,13 @@ type Request struct {
 	Stdin []byte
 	// Timeout bounds the run; the Result then says TimedOut. 0 means the runtime's default.
 	Timeout time.Duration
-	// Grace is how long a terminated run has between SIGTERM and SIGKILL, and how long
-	// descendants that outlive the code may keep its output open. 0 means the runtime's
-	// default.
+	// Grace is how long a terminated run has between SIGTERM and SIGKILL. 0 means the
+	// runtime's default.
 	Grace time.Duration
+	// DrainGrace is how long processes the code started may keep its output open after it
+	// has exited; then the Result says PipesHeld and they are ended. 0 means the runtime's
+	// default (DefaultDrainGrace).
+	DrainGrace time.Duration
 	// Env entries (NAME=VALUE) are set in the code's environment, over the runtime's
 	// credential-scrubbed base, and win.
 	Env []string
@@ -88,7 +96,7 @@ type Result struct {
 	// Cancelled: Run's ctx ended during the run and the run was terminated.
 	Cancelled bool
 	// PipesHeld: processes the code started still held its output open after it exited; the
-	// result did not wait for them beyond the grace, and they were ended.
+	// result did not wait for them beyond the drain grace, and they were ended.
 	PipesHeld bool
 	// Duration is the run's wall time, from start to the settled result.
 	Duration time.Duration

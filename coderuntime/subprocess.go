@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,23 +19,36 @@ import (
 )
 
 // Config configures a SubprocessRuntime. The zero value is ready to use: python3, node and
-// bash from the host's PATH, a DefaultTimeout, DefaultOutputBytes per stream, no spill file.
+// bash from the host's PATH, a DefaultTimeout, DefaultOutputBytes per stream, no spill file,
+// and a Service of the runtime's own.
 type Config struct {
-	// Service configures the subprocess.Service the runtime creates and owns: the base
+	// Service runs every run and session of the runtime. A Service given here belongs to the
+	// caller: the runtime never closes it (Close ends the runtime's own runs and sessions, and
+	// nothing else of it), and its configuration (environment scrub, guard, limits) applies as
+	// it is. Nil means the runtime makes a Service of its own from ServiceConfig and closes it
+	// with the runtime.
+	Service *subprocess.Service
+	// ServiceConfig configures the Service the runtime makes when Service is nil: the base
 	// environment (nil: the host's) and its credential scrub, the temp dir under which the
-	// private runtime root is made, the spill dir, the logger.
-	Service subprocess.Config
+	// private runtime root is made, the spill dir, the logger. It must be zero when Service is
+	// set.
+	ServiceConfig subprocess.Config
+	// Logger receives diagnostics (unreadable error reports, cleanup trouble); nil means
+	// ServiceConfig.Logger, or none.
+	Logger *slog.Logger
 	// Languages are the languages offered; nil means python3, node and bash.
 	Languages []Language
 	// Interpreters overrides the program per language: a name searched in the Service's
 	// scrubbed PATH, or an absolute path. Missing entries take "python3", "node", "bash".
 	Interpreters map[Language]string
-	// Timeout is a Request's default timeout; 0 means DefaultTimeout.
+	// Timeout is a Request's (and a session cell's) default timeout; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Grace is a Request's default grace; 0 means subprocess.DefaultGrace.
+	// Grace is a Request's (and a session's) default grace; 0 means subprocess.DefaultGrace.
 	Grace time.Duration
-	// StdoutBytes and StderrBytes are a Request's default tail budgets; 0 means
-	// DefaultOutputBytes.
+	// DrainGrace is a Request's default drain grace; 0 means DefaultDrainGrace.
+	DrainGrace time.Duration
+	// StdoutBytes and StderrBytes are a Request's (and a session's) default tail budgets; 0
+	// means DefaultOutputBytes.
 	StdoutBytes, StderrBytes int
 	// SpillBytes is a Request's default spill cap; 0 means no spill file.
 	SpillBytes int64
@@ -45,44 +59,57 @@ type Config struct {
 // device (or the Request's bytes) as stdin, and bounded output. It is safe for concurrent use.
 type SubprocessRuntime struct {
 	svc          *subprocess.Service
+	ownsSvc      bool
 	langs        []Language
 	interpreters map[Language]string
 	timeout      time.Duration
 	grace        time.Duration
+	drain        time.Duration
 	stdoutBytes  int
 	stderrBytes  int
 	spillBytes   int64
 	log          *slog.Logger
 
-	mu     sync.Mutex
-	closed bool
-	runs   sync.WaitGroup // runs between the closed check and their return
+	mu       sync.Mutex
+	closed   bool
+	runs     sync.WaitGroup // runs between the closed check and their return
+	handles  map[*subprocess.Handle]struct{}
+	sessions map[*procSession]struct{}
 }
 
 var _ Runtime = (*SubprocessRuntime)(nil)
 
-// New checks cfg and creates the runtime and its Service (and so its private runtime root).
-// Errors wrap ErrInvalid or ErrUnsupportedLanguage (a *RequestError naming the Config field),
-// or the Service's creation failure.
+// New checks cfg and creates the runtime and, unless cfg.Service is given, its own Service (and
+// so its private runtime root). Errors wrap ErrInvalid or ErrUnsupportedLanguage (a
+// *RequestError naming the Config field), or the Service's creation failure.
 func New(cfg Config) (*SubprocessRuntime, error) {
 	r := &SubprocessRuntime{
 		interpreters: map[Language]string{},
 		timeout:      cmp.Or(cfg.Timeout, DefaultTimeout),
 		grace:        cmp.Or(cfg.Grace, subprocess.DefaultGrace),
+		drain:        cmp.Or(cfg.DrainGrace, DefaultDrainGrace),
 		stdoutBytes:  cmp.Or(cfg.StdoutBytes, DefaultOutputBytes),
 		stderrBytes:  cmp.Or(cfg.StderrBytes, DefaultOutputBytes),
 		spillBytes:   cfg.SpillBytes,
-		log:          cfg.Service.Logger,
+		log:          cmp.Or(cfg.Logger, cfg.ServiceConfig.Logger),
+		handles:      map[*subprocess.Handle]struct{}{},
+		sessions:     map[*procSession]struct{}{},
 	}
 	switch {
 	case cfg.Timeout < 0:
 		return nil, invalid("Config.Timeout", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Timeout))
 	case cfg.Grace < 0:
 		return nil, invalid("Config.Grace", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Grace))
+	case cfg.DrainGrace < 0:
+		return nil, invalid("Config.DrainGrace", fmt.Sprintf("%v is negative; use 0 for the default", cfg.DrainGrace))
 	case cfg.StdoutBytes < 0 || cfg.StderrBytes < 0:
 		return nil, invalid("Config.StdoutBytes", "output budgets must not be negative; use 0 for the default")
+	case cfg.StdoutBytes > subprocess.MaxTailBytes || cfg.StderrBytes > subprocess.MaxTailBytes:
+		return nil, invalid("Config.StdoutBytes", fmt.Sprintf("output budgets are at most subprocess.MaxTailBytes (%d); keep whole streams with SpillBytes", subprocess.MaxTailBytes))
 	case cfg.SpillBytes < 0:
 		return nil, invalid("Config.SpillBytes", "must not be negative; use 0 for no spill file")
+	case cfg.Service != nil && !reflect.ValueOf(cfg.ServiceConfig).IsZero():
+		return nil, invalid("Config.ServiceConfig", "must be zero when Config.Service is given: the caller's Service is used as it is")
 	}
 	langs := cfg.Languages
 	if langs == nil {
@@ -107,11 +134,18 @@ func New(cfg Config) (*SubprocessRuntime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	svc, err := subprocess.New(cfg.Service)
+	if cfg.Service != nil {
+		if cfg.Service.RuntimeRoot() == "" { // not made by subprocess.New
+			return nil, invalid("Config.Service", "not a Service subprocess.New returned")
+		}
+		r.svc = cfg.Service
+		return r, nil
+	}
+	svc, err := subprocess.New(cfg.ServiceConfig)
 	if err != nil {
 		return nil, &Error{Op: "new", Err: err}
 	}
-	r.svc = svc
+	r.svc, r.ownsSvc = svc, true
 	return r, nil
 }
 
@@ -143,16 +177,44 @@ func (r *SubprocessRuntime) interpreter(l Language, override string) string {
 	return lang.interpreter
 }
 
-// Close ends every run still going (each returns ErrClosed with what it did), removes the
-// runtime root, and waits for the runs to return. It is safe to call more than once.
+// Close ends every session and every run still going (each returns ErrClosed with what it
+// did) and waits for them; a Service of the runtime's own is then closed, which removes its
+// runtime root. A Service the caller gave (Config.Service) is left open. It is safe to call more
+// than once.
 func (r *SubprocessRuntime) Close() error { return r.Shutdown(context.Background()) }
 
 // Shutdown is Close bounded by ctx.
 func (r *SubprocessRuntime) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", "nil context; pass context.Background() for no deadline")
+	}
 	r.mu.Lock()
 	r.closed = true
+	sessions := make([]*procSession, 0, len(r.sessions))
+	for s := range r.sessions {
+		sessions = append(sessions, s)
+	}
+	handles := make([]*subprocess.Handle, 0, len(r.handles))
+	for h := range r.handles {
+		handles = append(handles, h)
+	}
 	r.mu.Unlock()
-	err := r.svc.Shutdown(ctx)
+	errs := make([]error, len(sessions)+len(handles))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() { errs[i] = s.Close() })
+	}
+	for i, h := range handles {
+		wg.Go(func() {
+			if err := h.Terminate(ctx); err != nil {
+				errs[len(sessions)+i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if r.ownsSvc {
+		errs = append(errs, r.svc.Shutdown(ctx))
+	}
 	done := make(chan struct{})
 	go func() {
 		r.runs.Wait()
@@ -161,12 +223,46 @@ func (r *SubprocessRuntime) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = errors.Join(err, fmt.Errorf("runs still returning: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("runs still returning: %w", ctx.Err()))
 	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return &Error{Op: "close", Err: err}
 	}
 	return nil
+}
+
+// track adds a run's tree to what Close ends; it reports false once the runtime is closed.
+func (r *SubprocessRuntime) track(h *subprocess.Handle) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.handles[h] = struct{}{}
+	return true
+}
+
+func (r *SubprocessRuntime) untrack(h *subprocess.Handle) {
+	r.mu.Lock()
+	delete(r.handles, h)
+	r.mu.Unlock()
+}
+
+// addSession adds s to what Close ends; it reports false once the runtime is closed.
+func (r *SubprocessRuntime) addSession(s *procSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.sessions[s] = struct{}{}
+	return true
+}
+
+func (r *SubprocessRuntime) removeSession(s *procSession) {
+	r.mu.Lock()
+	delete(r.sessions, s)
+	r.mu.Unlock()
 }
 
 func (r *SubprocessRuntime) enter() bool {
@@ -195,6 +291,9 @@ func (r *SubprocessRuntime) isClosed() bool {
 // grace of ctx's end. When the runtime is closed during the run, Run returns what the run did
 // with an error wrapping ErrClosed.
 func (r *SubprocessRuntime) Run(ctx context.Context, req Request) (Result, error) {
+	if ctx == nil {
+		return Result{}, invalid("ctx", "nil context; pass context.Background() for no deadline")
+	}
 	lang, err := r.check(req)
 	if err != nil {
 		return Result{}, err
@@ -248,23 +347,19 @@ func (r *SubprocessRuntime) check(req Request) (language, error) {
 		return language{}, invalid("Timeout", fmt.Sprintf("%v is negative; use 0 for the default", req.Timeout))
 	case req.Grace < 0:
 		return language{}, invalid("Grace", fmt.Sprintf("%v is negative; use 0 for the default", req.Grace))
-	case req.StdoutBytes < 0:
-		return language{}, invalid("StdoutBytes", "must not be negative; use 0 for the default")
-	case req.StderrBytes < 0:
-		return language{}, invalid("StderrBytes", "must not be negative; use 0 for the default")
+	case req.DrainGrace < 0:
+		return language{}, invalid("DrainGrace", fmt.Sprintf("%v is negative; use 0 for the default", req.DrainGrace))
+	case req.StdoutBytes < 0 || req.StdoutBytes > subprocess.MaxTailBytes:
+		return language{}, invalid("StdoutBytes", fmt.Sprintf("%d is outside [0, %d]; use 0 for the default", req.StdoutBytes, subprocess.MaxTailBytes))
+	case req.StderrBytes < 0 || req.StderrBytes > subprocess.MaxTailBytes:
+		return language{}, invalid("StderrBytes", fmt.Sprintf("%d is outside [0, %d]; use 0 for the default", req.StderrBytes, subprocess.MaxTailBytes))
 	case req.SpillBytes < 0:
 		return language{}, invalid("SpillBytes", "must not be negative; use 0 for the default")
 	case strings.ContainsRune(req.Interpreter, 0):
 		return language{}, invalid("Interpreter", "contains a NUL byte")
 	}
-	for i, kv := range req.Env {
-		name, _, ok := strings.Cut(kv, "=")
-		switch {
-		case !ok || name == "":
-			return language{}, invalid("Env", fmt.Sprintf("entry %d %q is not NAME=VALUE", i, kv))
-		case strings.ContainsRune(kv, 0):
-			return language{}, invalid("Env", fmt.Sprintf("entry %d (%s) contains a NUL byte", i, name))
-		}
+	if err := checkEnv(req.Env); err != nil {
+		return language{}, err
 	}
 	if req.Dir != "" {
 		if fi, err := os.Stat(req.Dir); err != nil {
@@ -274,6 +369,20 @@ func (r *SubprocessRuntime) check(req Request) (language, error) {
 		}
 	}
 	return lang, nil
+}
+
+// checkEnv checks NAME=VALUE entries.
+func checkEnv(env []string) error {
+	for i, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "":
+			return invalid("Env", fmt.Sprintf("entry %d %q is not NAME=VALUE", i, kv))
+		case strings.ContainsRune(kv, 0):
+			return invalid("Env", fmt.Sprintf("entry %d (%s) contains a NUL byte", i, name))
+		}
+	}
+	return nil
 }
 
 // resolve finds the interpreter the way the Service will run it.
@@ -340,12 +449,13 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 	}
 	spec := subprocess.Spec{
 		Path: path, Args: lang.args(preludePath, codePath),
-		Dir:     cmp.Or(req.Dir, work),
-		Env:     append(slices.Clip(lang.env), req.Env...),
-		Timeout: cmp.Or(req.Timeout, r.timeout),
-		Grace:   cmp.Or(req.Grace, r.grace),
-		Stdout:  subprocess.Output{TailBytes: cmp.Or(req.StdoutBytes, r.stdoutBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
-		Stderr:  subprocess.Output{TailBytes: cmp.Or(req.StderrBytes, r.stderrBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
+		Dir:        cmp.Or(req.Dir, work),
+		Env:        append(slices.Clip(lang.env), req.Env...),
+		Timeout:    cmp.Or(req.Timeout, r.timeout),
+		Grace:      cmp.Or(req.Grace, r.grace),
+		DrainGrace: cmp.Or(req.DrainGrace, r.drain),
+		Stdout:     subprocess.Output{TailBytes: cmp.Or(req.StdoutBytes, r.stdoutBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
+		Stderr:     subprocess.Output{TailBytes: cmp.Or(req.StderrBytes, r.stderrBytes), SpillBytes: cmp.Or(req.SpillBytes, r.spillBytes)},
 	}
 	if req.Stdin != nil {
 		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: req.Stdin}
@@ -355,6 +465,11 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 		return out, r.spawnError(req.Language, path, err)
 	}
 	defer h.Close()
+	if r.track(h) {
+		defer r.untrack(h)
+	} else if err := h.Terminate(ctx); err != nil { // closed as it spawned
+		r.log.Warn("coderuntime: ending a run the closed runtime spawned", "err", err)
+	}
 
 	res, cancelled, err := r.wait(ctx, h, spec.Grace)
 	out.ExitCode, out.Signal, out.TimedOut, out.Cancelled = res.ExitCode, res.Signal, res.TimedOut, cancelled

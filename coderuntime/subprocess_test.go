@@ -40,7 +40,7 @@ func runtimeRoot(t *testing.T, tmp string) string {
 
 func TestRunDirectoryLayout(t *testing.T) {
 	tmp := t.TempDir()
-	rt := newRuntime(t, coderuntime.Config{Service: subprocess.Config{TempDir: tmp}})
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{TempDir: tmp}})
 	needs(t, rt, coderuntime.Python3)
 	mark := marked(t)
 	root := runtimeRoot(t, tmp)
@@ -59,7 +59,7 @@ print(os.path.dirname(os.path.dirname(os.getcwd())))
 
 func TestPythonTraceback(t *testing.T) {
 	tmp := t.TempDir()
-	rt := newRuntime(t, coderuntime.Config{Service: subprocess.Config{TempDir: tmp}})
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{TempDir: tmp}})
 	needs(t, rt, coderuntime.Python3)
 	mark := marked(t)
 	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3, Code: `def f():
@@ -266,7 +266,7 @@ func TestDirOverride(t *testing.T) {
 
 func TestSpill(t *testing.T) {
 	spill := t.TempDir()
-	rt := newRuntime(t, coderuntime.Config{Service: subprocess.Config{SpillDir: spill}, SpillBytes: 1 << 20})
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{SpillDir: spill}, SpillBytes: 1 << 20})
 	needs(t, rt, coderuntime.Bash)
 	mark := marked(t)
 	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Bash, Code: "seq 1 10000", StdoutBytes: 10})
@@ -341,7 +341,7 @@ func TestPythonEnvDefaults(t *testing.T) {
 
 func TestSecretsScrubbedFromConfigEnv(t *testing.T) {
 	mark := marked(t)
-	rt := newRuntime(t, coderuntime.Config{Service: subprocess.Config{
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{
 		Env: append(markEnv(mark), "PATH="+os.Getenv("PATH"), "SUBKIT_TEST_SECRET_TOKEN=hunter2",
 			"AWS_SECRET_ACCESS_KEY=k", "GITHUB_TOKEN=t", "DB_PASSWORD=p", "DSH_SESSION=s", "KEYBOARD_LAYOUT=us", "PLAIN=ok"),
 		AllowEnv: []string{"KEYBOARD_LAYOUT"},

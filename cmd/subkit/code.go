@@ -98,7 +98,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		req.Stdin = data
 	}
 
-	rt, err := coderuntime.New(coderuntime.Config{Service: serviceConfig()})
+	rt, err := coderuntime.New(coderuntime.Config{ServiceConfig: serviceConfig()})
 	if err != nil {
 		return fail("internal", exitFailure, err)
 	}

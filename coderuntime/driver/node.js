@@ -1,0 +1,341 @@
+// The node session driver of subkit's coderuntime: one interpreter that runs cells sent by the
+// host over a private control socket. Node's standard library only.
+//
+// Usage: node --expose-internals driver.js SOCKET WORKDIR (the working directory is the
+// session's directory, where SOCKET is). --expose-internals gives the driver node's own REPL
+// rewrite for top-level await (internal/repl/await); without it a cell that awaits runs as an
+// async function, whose declarations do not outlive the cell. The token that proves this process
+// is the one the host started comes in SUBKIT_SESSION_TOKEN, removed before any cell runs.
+//
+// Protocol: as the python3 driver's (frames of a 4-byte big-endian length and UTF-8 JSON;
+// execute/probe from the host; hello/result/done/probe_ok from the driver; the end marker written
+// to stdout and stderr before "done").
+'use strict';
+(function subkitSession() {
+  const fs = require('fs');
+  const net = require('net');
+  const path = require('path');
+  const util = require('util');
+  const vm = require('vm');
+  const { createRequire } = require('module');
+
+  const MARK_HEAD = '\x1e\x1fsubkit-cell-end ';
+  const MARK_TAIL = '\x1f\x1e';
+  const MAX_FRAME = 64 << 20;
+  const MAX_BUNDLE = 32 << 20;
+  const MAX_TEXT = 1 << 20;
+  const here = __filename;
+  const [sockName, workArg] = process.argv.slice(2);
+  const work = path.resolve(workArg);
+  const sessionDir = process.cwd();
+  const token = process.env.SUBKIT_SESSION_TOKEN || '';
+  delete process.env.SUBKIT_SESSION_TOKEN;
+  process.argv.splice(1);
+
+  let processTopLevelAwait = null;
+  try {
+    ({ processTopLevelAwait } = require('internal/repl/await'));
+  } catch (e) {
+    // Without --expose-internals: awaiting cells run as async functions.
+  }
+
+  // Private directories, longest first, as they may be spelled in paths.
+  const privateDirs = [];
+  for (const d of [work, sessionDir]) {
+    for (const p of [d, safeRealpath(d)]) {
+      if (!privateDirs.includes(p + path.sep)) privateDirs.push(p + path.sep);
+    }
+  }
+  privateDirs.sort((a, b) => b.length - a.length);
+  function safeRealpath(p) {
+    try {
+      return fs.realpathSync(p);
+    } catch (e) {
+      return p;
+    }
+  }
+  function relative(text) {
+    for (const p of privateDirs) text = text.split(p).join('');
+    return text;
+  }
+
+  // The primordials the driver needs, taken before any cell can replace them.
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const inspect = util.inspect;
+  const stdout = process.stdout;
+  const stderr = process.stderr;
+
+  let cell = null; // { id, errors: [], rejected: Set } while a cell runs
+  let interrupt = null; // rejects the awaiting cell on SIGINT
+
+  process.on('SIGINT', () => {
+    // During a cell's synchronous part, vm's breakOnSigint handles the signal; while it awaits,
+    // this rejects it; between cells it is ignored and the session goes on.
+    if (interrupt) interrupt(interruptedError());
+  });
+  function interruptedError() {
+    const e = new Error('Script execution was interrupted by `SIGINT`');
+    e.code = 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+    return e;
+  }
+  process.on('uncaughtException', (err) => {
+    if (process.listenerCount('uncaughtException') > 1) return; // the code handles its own
+    if (cell) cell.errors.push(err);
+    else fs.writeSync(2, 'Uncaught ' + relative(describe(err)) + '\n');
+  });
+  process.on('unhandledRejection', (reason, promise) => {
+    if (process.listenerCount('unhandledRejection') > 1) return;
+    if (cell) {
+      cell.errors.push(reason);
+      cell.rejected.add(promise);
+    } else {
+      fs.writeSync(2, 'Uncaught (in promise) ' + relative(describe(reason)) + '\n');
+    }
+  });
+  function describe(err) {
+    if (err instanceof Error || util.types.isNativeError(err)) return String(err.stack || err);
+    return inspect(err);
+  }
+
+  const sock = net.connect(sockName);
+  let pending = [];
+  let pendingLen = 0;
+  let queue = Promise.resolve();
+
+  function send(msg) {
+    let body = Buffer.from(stringify(msg), 'utf8');
+    if (body.length > MAX_FRAME) return false;
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length, 0);
+    sock.write(Buffer.concat([head, body]));
+    return true;
+  }
+
+  sock.on('connect', () => {
+    process.chdir(work);
+    globalThis.require = createRequire(path.join(work, '<cell>'));
+    globalThis.display = display;
+    send({ type: 'hello', token, pid: process.pid, version: process.version });
+  });
+  sock.on('data', (chunk) => {
+    pending.push(chunk);
+    pendingLen += chunk.length;
+    for (;;) {
+      if (pendingLen < 4) return;
+      let buf = Buffer.concat(pending, pendingLen);
+      const n = buf.readUInt32BE(0);
+      if (n > MAX_FRAME) process.exit(70);
+      if (buf.length < 4 + n) {
+        pending = [buf];
+        return;
+      }
+      const msg = parse(buf.subarray(4, 4 + n).toString('utf8'));
+      buf = buf.subarray(4 + n);
+      pending = buf.length ? [buf] : [];
+      pendingLen = buf.length;
+      queue = queue.then(() => handle(msg)).catch((e) => fs.writeSync(2, 'subkit session driver: ' + describe(e) + '\n'));
+    }
+  });
+  sock.on('error', () => {});
+  sock.on('close', () => process.exit(0));
+
+  async function handle(msg) {
+    if (msg.type === 'execute') await runCell(msg);
+    else if (msg.type === 'probe') {
+      vm.runInThisContext('undefined');
+      send({ type: 'probe_ok', id: msg.id });
+    }
+  }
+
+  // MIME bundles.
+  const jupyterDisplay = Symbol.for('Jupyter.display');
+  const binary = new Set(['image/png', 'image/jpeg', 'application/pdf']);
+  function encode(mime, v) {
+    if (v === undefined || v === null) return undefined;
+    if (binary.has(mime) && (Buffer.isBuffer(v) || v instanceof Uint8Array)) return Buffer.from(v).toString('base64');
+    if (typeof v === 'string') return v;
+    if (mime === 'application/json' || mime.endsWith('+json')) return stringify(v);
+    if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+    return String(v);
+  }
+  function capText(s) {
+    return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + `\n... (${s.length - MAX_TEXT} more characters)` : s;
+  }
+  function normalize(data) {
+    const out = {};
+    for (const [k, v] of Object.entries(data || {})) {
+      const e = encode(String(k), v);
+      if (e !== undefined) out[String(k)] = e;
+    }
+    if (!('text/plain' in out)) out['text/plain'] = `<display data: ${Object.keys(out).sort().join(', ')}>`;
+    return out;
+  }
+  function bundle(v) {
+    let data = {};
+    if (v !== null && (typeof v === 'object' || typeof v === 'function')) {
+      const f = v[jupyterDisplay];
+      if (typeof f === 'function') {
+        try {
+          data = normalize(f.call(v));
+          if (data['text/plain'].startsWith('<display data:')) delete data['text/plain'];
+        } catch (e) {
+          data = {};
+        }
+      }
+    }
+    if (!('text/plain' in data)) {
+      try {
+        data['text/plain'] = inspect(v);
+      } catch (e) {
+        data['text/plain'] = `<${typeof v} (inspect failed)>`;
+      }
+    }
+    data['text/plain'] = capText(data['text/plain']);
+    let size = 0;
+    for (const k in data) size += data[k].length;
+    if (size > MAX_BUNDLE) {
+      data = { 'text/plain': data['text/plain'] + `\n(other MIME types left out: ${size} bytes, above the limit)` };
+    }
+    return data;
+  }
+  function publish(data, main) {
+    const id = cell ? cell.id : null;
+    if (!send({ type: 'result', cell: id, main: !!main, mime: data })) {
+      send({ type: 'result', cell: id, main: !!main, mime: { 'text/plain': '(a result too large to send)' } });
+    }
+  }
+
+  // display(value) shows a value as a rich result: text/plain (util.inspect), and the MIME
+  // bundle its [Symbol.for('Jupyter.display')]() method returns. display(bundle, {raw: true})
+  // shows an object {mime: data} as it is. display.html(s), .markdown(s), .svg(s), .png(data),
+  // .jpeg(data), .json(value), .latex(s) show one MIME type (data: a Buffer or base64).
+  function display(value, options) {
+    if (options && options.raw) publish(normalize(value));
+    else publish(bundle(value));
+  }
+  const one = (mime) => (data) => publish(normalize({ [mime]: data }));
+  display.html = one('text/html');
+  display.markdown = one('text/markdown');
+  display.svg = one('image/svg+xml');
+  display.png = one('image/png');
+  display.jpeg = one('image/jpeg');
+  display.json = one('application/json');
+  display.latex = one('text/latex');
+
+  // Errors: the cell's frames only, private paths relative.
+  function codeError(err) {
+    let name;
+    let value;
+    let traceback;
+    if (err instanceof Error || util.types.isNativeError(err)) {
+      name = String(err.name || (err.constructor && err.constructor.name) || 'Error');
+      value = String(err.message);
+      traceback = String(err.stack || '');
+    } else {
+      name = err === null ? 'null' : (typeof err === 'object' && err.constructor && err.constructor.name) || typeof err;
+      value = inspect(err);
+      traceback = 'Uncaught ' + value;
+    }
+    traceback = traceback
+      .split('\n')
+      .filter((l) => !/^\s+at /.test(l) || !(/\(node:|at node:|^\s+at new Script /.test(l) || l.includes(here)))
+      .join('\n');
+    value = relative(value);
+    traceback = relative(traceback);
+    if (value.length > 8192) value = value.slice(0, 8192) + '...';
+    if (traceback.length > 65536) traceback = '...\n' + traceback.slice(traceback.length - 65536);
+    return { name, value, traceback };
+  }
+
+  function isObjectLiteral(code) {
+    return /^\s*\{/.test(code) && /\}\s*$/.test(code);
+  }
+
+  function compile(code, filename) {
+    const opts = { filename, importModuleDynamically: vm.constants && vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
+    if (processTopLevelAwait && /\bawait\b/.test(code)) {
+      let wrapped = null;
+      try {
+        wrapped = processTopLevelAwait(code);
+      } catch (e) {
+        // Not valid with await either: the plain compile below reports the error.
+      }
+      if (wrapped !== null) {
+        try {
+          return { script: new vm.Script(wrapped, opts), awaits: true };
+        } catch (e) {
+          // As below.
+        }
+      }
+    }
+    if (isObjectLiteral(code)) {
+      try {
+        return { script: new vm.Script('(' + code.trim() + ')\n', opts), awaits: false };
+      } catch (e) {
+        // A block, not an object literal.
+      }
+    }
+    try {
+      return { script: new vm.Script(code, opts), awaits: false };
+    } catch (e) {
+      if (!processTopLevelAwait && /\bawait\b/.test(code) && e instanceof SyntaxError) {
+        // No top-level await rewrite: run the cell as an async function body.
+        return { script: new vm.Script('(async () => {\n' + code + '\n})()', opts), awaits: false, async: true };
+      }
+      throw e;
+    }
+  }
+
+  function interruptible(p) {
+    return new Promise((resolve, reject) => {
+      interrupt = reject;
+      Promise.resolve(p).then(resolve, reject);
+    }).finally(() => {
+      interrupt = null;
+    });
+  }
+
+  function writeMarker(stream, nonce) {
+    return new Promise((resolve) => {
+      try {
+        stream.write(MARK_HEAD + nonce + MARK_TAIL, (err) => resolve(!err));
+      } catch (e) {
+        resolve(false);
+      }
+    });
+  }
+
+  async function runCell(msg) {
+    const c = { id: msg.id, errors: [], rejected: new Set() };
+    cell = c;
+    let error = null;
+    let value;
+    try {
+      const { script, awaits, async } = compile(msg.code, `<cell-${msg.count}>`);
+      value = script.runInThisContext({ breakOnSigint: true });
+      if (awaits) {
+        const r = await interruptible(value);
+        value = r ? r.value : undefined;
+      } else if (async) {
+        value = await interruptible(value);
+      }
+    } catch (e) {
+      error = e;
+    }
+    // Let the cell's unhandled rejections and callbacks' exceptions be seen as the cell's.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (error === null && c.errors.length > 0) error = c.errors[0];
+    if (error === null && value !== undefined && !c.rejected.has(value)) {
+      globalThis._ = value;
+      try {
+        publish(bundle(value), true);
+      } catch (e) {
+        error = e;
+      }
+    }
+    const marks = [await writeMarker(stdout, msg.nonce), await writeMarker(stderr, msg.nonce)];
+    send({ type: 'done', cell: msg.id, error: error === null ? null : codeError(error), marks });
+    cell = null;
+  }
+})();

@@ -1,0 +1,607 @@
+package coderuntime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/subkit/subkit/subprocess"
+)
+
+// Defaults and limits of sessions.
+const (
+	// DefaultStartTimeout bounds the start of a session's interpreter, up to its driver's
+	// first message.
+	DefaultStartTimeout = 30 * time.Second
+	// MaxCellBytes bounds the code of one Cell.
+	MaxCellBytes = 16 << 20
+)
+
+// Session is one long-lived interpreter in which cells of code run one after another, sharing
+// their state (variables, imports, functions, the working directory), as in a notebook. It is
+// safe for concurrent use: cells run one at a time, in the order their Run calls got the
+// session. Every implementation must pass runtimetest.RunSessions.
+type Session interface {
+	// Run runs one cell to its end, its timeout or ctx's end, calling cb as its output,
+	// results and error arrive. When the cell runs past its timeout or ctx ends, it is
+	// interrupted (SIGINT: KeyboardInterrupt in python3, an interrupted script in node) and
+	// the interpreter is probed; when the probe gets no answer within the grace, the
+	// interpreter is ended with every process the cell started, and the next cell runs in a
+	// fresh one (Execution.Restarted). A code error or an interruption is in the Execution,
+	// never a Go error: Run returns a Go error only when the cell is invalid (ErrInvalid), the
+	// session is closed (ErrClosed), ctx ended before the cell started, or an interpreter
+	// could not be started. When the session is closed during the cell, Run returns what the
+	// cell did with an error wrapping ErrClosed.
+	Run(ctx context.Context, cell Cell, cb Callbacks) (Execution, error)
+	// Restart replaces the interpreter with a fresh one: the state is gone, and every process
+	// the session's cells started is ended. It waits for a cell running to return first.
+	Restart(ctx context.Context) error
+	// Language is the session's language.
+	Language() Language
+	// Close ends the interpreter and everything the cells started, and removes the session's
+	// private directory. It is safe to call more than once; Run after Close fails with
+	// ErrClosed.
+	Close() error
+}
+
+// SessionRuntime is a Runtime that also opens sessions.
+type SessionRuntime interface {
+	Runtime
+	// NewSession starts a session's interpreter and returns once it is ready for a cell.
+	NewSession(ctx context.Context, cfg SessionConfig) (Session, error)
+	// SessionLanguages lists the languages NewSession can open now.
+	SessionLanguages() []Language
+}
+
+// SessionConfig configures a session. Zero fields take the runtime's defaults.
+type SessionConfig struct {
+	// Language is python3 or node; required. bash sessions are shell sessions: package shell.
+	Language Language
+	// Interpreter overrides the program: a name searched in the runtime's PATH, or an absolute
+	// path. Empty means the runtime's choice for Language.
+	Interpreter string
+	// Env entries (NAME=VALUE) are set in the interpreter's environment over the runtime's
+	// credential-scrubbed base, and win.
+	Env []string
+	// Dir is the code's working directory at the start (and after a restart). Empty means the
+	// session's private directory, removed by Close.
+	Dir string
+	// Timeout is a cell's timeout when the Cell gives none; 0 means the runtime's Timeout.
+	Timeout time.Duration
+	// Grace is how long an interrupted cell has to answer the probe before the interpreter is
+	// restarted, and the SIGTERM-to-SIGKILL wait when it is ended; 0 means the runtime's Grace.
+	Grace time.Duration
+	// StdoutBytes and StderrBytes are how many trailing bytes of each stream an Execution
+	// keeps; 0 means the runtime's budgets.
+	StdoutBytes, StderrBytes int
+	// StartTimeout bounds the start of the interpreter; 0 means DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Cell is one piece of code for a session.
+type Cell struct {
+	// Code is run in the session's state. In python3 and node the value of a trailing
+	// expression is the main result, and top-level await works; at most MaxCellBytes.
+	Code string
+	// Timeout bounds the cell; 0 means the session's Timeout.
+	Timeout time.Duration
+}
+
+// Callbacks receive a cell's output, results and error as they happen, from the session's
+// goroutines, one call at a time and never after Run returns. They must return promptly: a
+// callback that falls behind output arriving faster than it reads (by more than about 1 MiB)
+// misses the bytes in between, which the Execution counts in TotalBytes. Nil fields are not
+// called.
+type Callbacks struct {
+	// Stdout and Stderr get the cell's output in chunks that never end inside a UTF-8
+	// character the code wrote whole.
+	Stdout, Stderr func(text string)
+	// Result gets each result: display() calls, then the main result.
+	Result func(r CellResult)
+	// Error gets the cell's error when it raised, once it has ended.
+	Error func(e CodeError)
+}
+
+// Execution is what one cell did.
+type Execution struct {
+	// ExecutionCount numbers the cells of the interpreter: 1 for the first after a start or a
+	// restart.
+	ExecutionCount int
+	// Stdout and Stderr are the cell's output, each kept apart and bounded by the session's
+	// budgets. Output that processes of earlier cells wrote between cells is counted with the
+	// next cell. SpillPath is never set.
+	Stdout, Stderr Output
+	// Results are the cell's rich results, in order: display() calls, then the main result
+	// (the value of a trailing expression), then (python3) the matplotlib figures left open.
+	Results []CellResult
+	// ResultsDropped counts results left out beyond 1,000 or 64 MiB per cell.
+	ResultsDropped int
+	// Error is the exception that ended the cell (a KeyboardInterrupt or node's interrupted
+	// script error for an interrupted cell, SystemExit for sys.exit), or nil.
+	Error *CodeError
+	// TimedOut: the cell ran past its timeout and was interrupted.
+	TimedOut bool
+	// Cancelled: Run's ctx ended during the cell, which was interrupted.
+	Cancelled bool
+	// Interrupted: SIGINT was sent to the interpreter (and its process group) during the cell.
+	Interrupted bool
+	// Restarted: the state of the session is gone. The interpreter ended during the cell (it
+	// did not answer the probe after an interrupt and was ended with every process the cell
+	// started, or the code ended it: os._exit, process.exit, a crash), or it had ended since
+	// the previous cell and this one ran in a fresh interpreter.
+	Restarted bool
+	// InterpreterExit says how the interpreter ended, when it ended during the cell; nil
+	// otherwise.
+	InterpreterExit *ExitStatus
+	// Duration is the cell's wall time.
+	Duration time.Duration
+}
+
+// CellResult is one rich result: a MIME bundle, as Jupyter's display data.
+type CellResult struct {
+	// MIME maps a MIME type to the data: text for text types (text/plain, text/html,
+	// text/markdown, image/svg+xml, text/latex, application/javascript), JSON text for
+	// application/json, base64 for binary ones (image/png, image/jpeg, application/pdf).
+	// text/plain is always present.
+	MIME map[string]string `json:"mime"`
+	// Main is set for the main result, the value of the cell's trailing expression.
+	Main bool `json:"main"`
+}
+
+// ExitStatus is how an interpreter ended.
+type ExitStatus struct {
+	ExitCode int    `json:"exit_code"` // -1 when a signal ended it
+	Signal   string `json:"signal"`    // "SIGKILL", ...; "" when it exited
+}
+
+var _ SessionRuntime = (*SubprocessRuntime)(nil)
+
+// sessionsSupported: sessions need Unix sockets in the runtime root that python3 and node can
+// both reach.
+const sessionsSupported = runtime.GOOS != "windows"
+
+// SessionLanguages lists the offered languages that sessions support (python3, node) whose
+// interpreter resolves now.
+func (r *SubprocessRuntime) SessionLanguages() []Language {
+	if !sessionsSupported {
+		return nil
+	}
+	var out []Language
+	for _, l := range r.Languages() {
+		if _, ok := lookupSessionLanguage(l); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// procSession is the SubprocessRuntime's Session: the interpreter is a process tree of the
+// runtime's Service, running the language's driver in the session's private directory:
+//
+//	<runtime root>/session-*/   0700, removed by Close
+//	  driver.py|js              0600
+//	  ctl                       the control socket, while the interpreter starts
+//	  work/                     0700, the code's working directory (unless SessionConfig.Dir)
+type procSession struct {
+	rt           *SubprocessRuntime
+	lang         Language
+	info         sessionLanguage
+	path         string
+	env          []string
+	extraEnv     []string
+	dir          string
+	workArg      string
+	timeout      time.Duration
+	grace        time.Duration
+	startTimeout time.Duration
+	budgets      [2]int
+
+	turn chan struct{} // one slot: the Run or Restart holding the session
+
+	mu     sync.Mutex
+	closed bool
+	k      *kernel // nil until started, and after the interpreter was ended
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewSession starts a session (see Session) and returns once its interpreter is ready.
+// Errors: ErrInvalid (a *RequestError naming the SessionConfig field), ErrUnsupportedLanguage
+// (bash, or a language the runtime does not offer), ErrRuntimeUnavailable, ErrUnsupported
+// (Windows), ErrClosed, ctx's error, or an *Error when the interpreter did not start (with
+// what it printed).
+func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (Session, error) {
+	if ctx == nil {
+		return nil, invalid("ctx", "nil context; pass context.Background() for no deadline")
+	}
+	info, err := r.checkSession(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !sessionsSupported {
+		return nil, &Error{Op: "new session", Language: cfg.Language,
+			Err: fmt.Errorf("%w: sessions need Unix domain sockets that python3 and node reach; on %s use Run", ErrUnsupported, runtime.GOOS)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Op: "new session", Language: cfg.Language, Err: err}
+	}
+	path, err := r.resolve(cfg.Language, r.interpreter(cfg.Language, cfg.Interpreter))
+	if err != nil {
+		return nil, err
+	}
+	s := &procSession{
+		rt: r, lang: cfg.Language, info: info, path: path, env: slices.Clone(cfg.Env),
+		timeout:      cmp.Or(cfg.Timeout, r.timeout),
+		grace:        cmp.Or(cfg.Grace, r.grace),
+		startTimeout: cmp.Or(cfg.StartTimeout, DefaultStartTimeout),
+		budgets:      [2]int{cmp.Or(cfg.StdoutBytes, r.stdoutBytes), cmp.Or(cfg.StderrBytes, r.stderrBytes)},
+		turn:         make(chan struct{}, 1),
+	}
+	if cfg.Language == Python3 && !hasVar(append(r.svc.Env(), cfg.Env...), "MPLBACKEND") {
+		s.extraEnv = []string{"MPLBACKEND=" + mplBackend}
+	}
+	if !r.addSession(s) {
+		return nil, &Error{Op: "new session", Language: cfg.Language, Err: ErrClosed}
+	}
+	if err := s.prepare(cfg.Dir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	k, err := s.startKernel(ctx)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed { // the runtime was closed meanwhile
+		s.mu.Unlock()
+		k.stop()
+		return nil, &Error{Op: "new session", Language: cfg.Language, Err: ErrClosed}
+	}
+	s.k = k
+	s.mu.Unlock()
+	return s, nil
+}
+
+// prepare makes the session's directory, its driver file and its work directory.
+func (s *procSession) prepare(dir string) error {
+	d, err := os.MkdirTemp(s.rt.svc.RuntimeRoot(), "session-") // 0700
+	if err != nil {
+		return s.fail("prepare", err)
+	}
+	s.mu.Lock()
+	s.dir = d
+	s.mu.Unlock()
+	if err := writePrivate(filepath.Join(d, s.info.driverFile), s.info.driver); err != nil {
+		return s.fail("prepare", err)
+	}
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return s.fail("prepare", err)
+		}
+		s.workArg = abs
+		return nil
+	}
+	if err := os.Mkdir(filepath.Join(d, "work"), 0o700); err != nil {
+		return s.fail("prepare", err)
+	}
+	s.workArg = "work"
+	return nil
+}
+
+func (r *SubprocessRuntime) checkSession(cfg SessionConfig) (sessionLanguage, error) {
+	switch {
+	case cfg.Language == "":
+		return sessionLanguage{}, invalid("Language", "no language given; python3 or node")
+	case cfg.Language == Bash:
+		return sessionLanguage{}, &RequestError{Field: "Language", Kind: ErrUnsupportedLanguage,
+			Err: errors.New("bash has no code session here: stateful shell sessions are package shell's")}
+	}
+	info, ok := lookupSessionLanguage(cfg.Language)
+	if !ok || !slices.Contains(r.langs, cfg.Language) {
+		return sessionLanguage{}, &RequestError{Field: "Language", Kind: ErrUnsupportedLanguage,
+			Err: fmt.Errorf("%q: sessions run python3 or node, as far as the runtime offers them (%v)", cfg.Language, r.langs)}
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return info, invalid("Timeout", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Timeout))
+	case cfg.Grace < 0:
+		return info, invalid("Grace", fmt.Sprintf("%v is negative; use 0 for the default", cfg.Grace))
+	case cfg.StartTimeout < 0:
+		return info, invalid("StartTimeout", fmt.Sprintf("%v is negative; use 0 for the default", cfg.StartTimeout))
+	case cfg.StdoutBytes < 0 || cfg.StdoutBytes > subprocess.MaxTailBytes:
+		return info, invalid("StdoutBytes", fmt.Sprintf("%d is outside [0, %d]", cfg.StdoutBytes, subprocess.MaxTailBytes))
+	case cfg.StderrBytes < 0 || cfg.StderrBytes > subprocess.MaxTailBytes:
+		return info, invalid("StderrBytes", fmt.Sprintf("%d is outside [0, %d]", cfg.StderrBytes, subprocess.MaxTailBytes))
+	case strings.ContainsRune(cfg.Interpreter, 0):
+		return info, invalid("Interpreter", "contains a NUL byte")
+	}
+	if err := checkEnv(cfg.Env); err != nil {
+		return info, err
+	}
+	if cfg.Dir != "" {
+		if fi, err := os.Stat(cfg.Dir); err != nil {
+			return info, invalid("Dir", err.Error())
+		} else if !fi.IsDir() {
+			return info, invalid("Dir", cfg.Dir+" is not a directory")
+		}
+	}
+	return info, nil
+}
+
+// hasVar reports whether env sets name.
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *procSession) fail(op string, err error) error {
+	if s.isClosed() || s.rt.isClosed() {
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return &Error{Op: op, Language: s.lang, Err: err}
+}
+
+func (s *procSession) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Language is the session's language.
+func (s *procSession) Language() Language {
+	if s == nil {
+		return ""
+	}
+	return s.lang
+}
+
+// acquire takes the session's turn, or fails when ctx ends first.
+func (s *procSession) acquire(ctx context.Context, op string) error {
+	select {
+	case s.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &Error{Op: op, Language: s.lang, Err: fmt.Errorf("waiting for the cell before: %w", ctx.Err())}
+	}
+}
+
+func (s *procSession) release() { <-s.turn }
+
+func (c Cell) check() error {
+	switch {
+	case c.Timeout < 0:
+		return invalid("Cell.Timeout", fmt.Sprintf("%v is negative; use 0 for the session's", c.Timeout))
+	case len(c.Code) > MaxCellBytes:
+		return invalid("Cell.Code", fmt.Sprintf("%d bytes, above MaxCellBytes (%d); put the code in a file and run that", len(c.Code), MaxCellBytes))
+	}
+	return nil
+}
+
+// Run runs cell; see Session.Run.
+func (s *procSession) Run(ctx context.Context, cell Cell, cb Callbacks) (Execution, error) {
+	if s == nil || s.rt == nil {
+		return Execution{}, invalid("Session", "not a session NewSession returned")
+	}
+	if ctx == nil {
+		return Execution{}, invalid("ctx", "nil context; pass context.Background() for no deadline")
+	}
+	if err := cell.check(); err != nil {
+		return Execution{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Execution{}, &Error{Op: "run", Language: s.lang, Err: err}
+	}
+	if err := s.acquire(ctx, "run"); err != nil {
+		return Execution{}, err
+	}
+	defer s.release()
+	k, lost, err := s.ensure(ctx)
+	if err != nil {
+		return Execution{}, err
+	}
+	ex, err := s.run(ctx, k, cell, cb)
+	ex.Restarted = ex.Restarted || lost
+	if err == nil && s.isClosed() {
+		err = &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+	}
+	return ex, err
+}
+
+// ensure returns the running interpreter, starting one when there is none; lost says the
+// previous one had ended since it was last reported.
+func (s *procSession) ensure(ctx context.Context) (*kernel, bool, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, false, &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+	}
+	k := s.k
+	s.mu.Unlock()
+	if k != nil && !k.gone() {
+		return k, false, nil
+	}
+	lost := k != nil // it ended between cells
+	if lost {
+		s.drop(k)
+	}
+	k, err := s.startKernel(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		k.stop()
+		return nil, false, &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+	}
+	s.k = k
+	s.mu.Unlock()
+	return k, lost, nil
+}
+
+// drop ends k and forgets it.
+func (s *procSession) drop(k *kernel) {
+	if err := k.stop(); err != nil {
+		s.rt.log.Warn("coderuntime: ending a session's interpreter", "language", s.lang, "err", err)
+	}
+	s.mu.Lock()
+	if s.k == k {
+		s.k = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callbacks) (Execution, error) {
+	begin := time.Now()
+	c := k.begin(cb)
+	ex := Execution{ExecutionCount: c.count}
+	died := false
+	if err := k.send(ctx, &message{Type: "execute", ID: c.id, Count: c.count, Code: cell.Code, Nonce: c.nonce}); err != nil {
+		// The channel is broken, or the frame was cut short by ctx: either way it cannot be
+		// trusted any more.
+		died, ex.Cancelled = true, ctx.Err() != nil
+	}
+	if !died {
+		timer := time.NewTimer(cmp.Or(cell.Timeout, s.timeout))
+		select {
+		case <-c.replied:
+		case <-k.dead:
+			died = true
+		case <-k.h.Done():
+			died = true
+		case <-timer.C:
+			ex.TimedOut = true
+		case <-ctx.Done():
+			ex.Cancelled = true
+		}
+		timer.Stop()
+		if isClosed(c.replied) { // it ended on its own just then
+			ex.TimedOut, ex.Cancelled, died = false, false, false
+		}
+	}
+	if ex.TimedOut || ex.Cancelled {
+		ex.Interrupted = true
+		died = !s.interrupt(k, c)
+	}
+	if died {
+		s.drop(k) // ends every process of the tree, the cell's included
+		ex.Restarted = true
+		exit := k.exit
+		ex.InterpreterExit = &exit
+	} else {
+		k.awaitMarks(c, s.grace)
+	}
+	out, results, reply := k.finish(c)
+	ex.Stdout, ex.Stderr = out[0], out[1]
+	ex.Results, ex.ResultsDropped = results.list, results.dropped
+	if reply != nil {
+		ex.Error = reply.Error
+	}
+	ex.Duration = time.Since(begin)
+	return ex, nil
+}
+
+// interrupt sends SIGINT to the interpreter's group and probes it; it reports whether the
+// probe was answered within the grace (the cell has then ended too: the driver answers in
+// order).
+func (s *procSession) interrupt(k *kernel, c *cellState) bool {
+	if err := k.h.Signal(os.Interrupt); err != nil {
+		s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
+	defer cancel()
+	answered, err := k.probe(ctx)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-answered:
+		return isClosed(c.replied)
+	case <-k.dead:
+	case <-k.h.Done():
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Restart replaces the interpreter; see Session.Restart.
+func (s *procSession) Restart(ctx context.Context) error {
+	if s == nil || s.rt == nil {
+		return invalid("Session", "not a session NewSession returned")
+	}
+	if ctx == nil {
+		return invalid("ctx", "nil context; pass context.Background() for no deadline")
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "restart", Language: s.lang, Err: err}
+	}
+	if err := s.acquire(ctx, "restart"); err != nil {
+		return err
+	}
+	defer s.release()
+	s.mu.Lock()
+	k := s.k
+	s.mu.Unlock()
+	if k != nil {
+		s.drop(k)
+	}
+	_, _, err := s.ensure(ctx)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Op == "run" {
+			e.Op = "restart"
+		}
+	}
+	return err
+}
+
+// Close ends the session; see Session.Close.
+func (s *procSession) Close() error {
+	if s == nil || s.rt == nil {
+		return invalid("Session", "not a session NewSession returned")
+	}
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		k, dir := s.k, s.dir
+		s.mu.Unlock()
+		var errs []error
+		if k != nil {
+			errs = append(errs, k.stop()) // a cell running sees its end and returns
+		}
+		s.turn <- struct{}{} // wait for it
+		<-s.turn
+		s.mu.Lock()
+		k = s.k // a Run that started one before it saw closed has stopped it
+		s.k = nil
+		s.mu.Unlock()
+		if k != nil {
+			errs = append(errs, k.stop())
+		}
+		if dir != "" {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.rt.removeSession(s)
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = &Error{Op: "close session", Language: s.lang, Err: err}
+		}
+	})
+	return s.closeErr
+}
