@@ -27,7 +27,7 @@ type guardKeeper struct {
 }
 
 func newGuardKeeper(cfg Config, spawner *posix.Spawner) (*guardKeeper, error) {
-	path, err := helperPath(cfg)
+	path, err := helperPath(cfg, "Config.Guard")
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/sandbox"
 )
 
 // Result is how a spawned tree ended: a snapshot taken when the Handle settles. Streams that
@@ -27,6 +28,9 @@ type Result struct {
 	TimedOut bool
 	Duration time.Duration
 	Usage    Usage // the leader's CPU time and peak memory, where the OS tells
+	// Sandbox says which backend confined the tree and what it could not enforce; nil for a
+	// tree that ran unconfined.
+	Sandbox *sandbox.Report
 	// StdinErr is the error Spec.Stdin's Reader returned (not io.EOF), when the copy had
 	// ended by settlement; a child that exits without reading all of its stdin is no error.
 	StdinErr error
@@ -53,11 +57,12 @@ type Handle struct {
 	stdin          *os.File // the caller's pipe end (InputPipe)
 	stdout, stderr *os.File // the caller's pipe ends (Pipe)
 	collectors     [2]*collector
-	spill          *spillPlace   // where the collectors' spill files go
-	pumpsR         [2]*os.File   // read ends the pumps own, for cutting them
-	pumpsDone      chan struct{} // closed when every pump has returned
-	feed           *feeder       // the stdin copy (InputBytes, InputReader), or nil
-	feedW          *os.File      // the pipe it writes to
+	spill          *spillPlace     // where the collectors' spill files go
+	sandbox        *sandbox.Report // how the tree is confined, or nil
+	pumpsR         [2]*os.File     // read ends the pumps own, for cutting them
+	pumpsDone      chan struct{}   // closed when every pump has returned
+	feed           *feeder         // the stdin copy (InputBytes, InputReader), or nil
+	feedW          *os.File        // the pipe it writes to
 
 	leaderDone chan struct{} // closed once the leader has exited
 	settledCh  chan struct{} // closed once result is final
@@ -421,7 +426,7 @@ wait:
 	}
 
 	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
-		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage, StdinErr: stdinErr}
+		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage, StdinErr: stdinErr, Sandbox: h.sandbox}
 	if exit.err != nil {
 		h.svc.log.Warn("leader's exit status unknown", "pid", h.pid, "err", exit.err)
 	}

@@ -19,9 +19,11 @@ var helperReady atomic.Bool
 //		...
 //	}
 //
-// When the process was started as one of the kit's helpers (the Service's guard), HelperMain
-// runs that role and exits the process; otherwise it returns at once, and from then on a
-// Service with Config.Guard and no Config.Helper uses this binary as its helper.
+// When the process was started as one of the kit's helpers (the Service's guard, or the
+// sandbox hop that confines itself and execs the program), HelperMain runs that role and exits
+// the process (or becomes the program); otherwise it returns at once, and from then on a
+// Service with Config.Guard or a sandbox policy and no Config.Helper uses this binary as its
+// helper.
 func HelperMain() {
 	role := os.Getenv(helperRoleVar)
 	if role == "" {
@@ -31,9 +33,9 @@ func HelperMain() {
 	os.Exit(runHelper(role))
 }
 
-// helperPath is the helper binary a Service with cfg runs: Config.Helper, or this binary when
-// it called HelperMain.
-func helperPath(cfg Config) (string, error) {
+// helperPath is the helper binary a Service with cfg runs for feature (the Config field that
+// needs it): Config.Helper, or this binary when it called HelperMain.
+func helperPath(cfg Config, feature string) (string, error) {
 	if cfg.Helper != "" {
 		fi, err := os.Stat(cfg.Helper)
 		if err != nil {
@@ -46,13 +48,13 @@ func helperPath(cfg Config) (string, error) {
 		return cfg.Helper, nil
 	}
 	if !helperReady.Load() {
-		return "", &Error{Op: "new service", Name: "Config.Guard", Kind: ErrInvalid,
-			Err:  errors.New("no helper executable for the guard"),
+		return "", &Error{Op: "new service", Name: feature, Kind: ErrInvalid,
+			Err:  errors.New("no helper executable for " + feature),
 			Hint: "call subprocess.HelperMain() at the top of main (and of TestMain), or set Config.Helper to the path of the subkit binary"}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return "", &Error{Op: "new service", Name: "Config.Guard", Kind: ErrSystem, Err: fmt.Errorf("this binary's path: %w", err),
+		return "", &Error{Op: "new service", Name: feature, Kind: ErrSystem, Err: fmt.Errorf("this binary's path: %w", err),
 			Hint: "set Config.Helper to the path of this binary"}
 	}
 	return self, nil

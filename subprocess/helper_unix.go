@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess/guard"
 )
 
@@ -16,6 +17,8 @@ func runHelper(role string) int {
 	switch role {
 	case guard.RoleGuard:
 		return guard.Serve(os.NewFile(3, "guard"))
+	case sandbox.RoleSandbox:
+		return sandbox.Main() // returns only when it could not exec the program
 	}
 	fmt.Fprintf(os.Stderr, "subkit helper: unknown role %q\n", role)
 	return 2

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/subkit/subkit/sandbox"
 )
 
 // DefaultManagedPrefix is the prefix of variables that belong to the harness running subkit.
@@ -59,6 +61,14 @@ type Config struct {
 	// first thing, such as the subkit CLI); empty means this binary, when it has called
 	// HelperMain.
 	Helper string
+	// Sandbox, when set, confines every tree the Service spawns (Spec.Sandbox and
+	// TerminalSpec.Sandbox override it per tree): New probes which backend works here (see
+	// the sandbox package) and fails with ErrUnsupported, saying what is missing, when none
+	// can enforce confinement; a spawn never runs unconfined when confinement was asked for.
+	// It needs the kit's helper executable, as Guard does: the helper confines itself and
+	// then execs the program, which keeps the pid. Result.Sandbox says how each tree was
+	// confined.
+	Sandbox *sandbox.Policy
 }
 
 // killWait bounds the wait for a tree to vanish after SIGKILL. A tree still present then has
@@ -67,16 +77,19 @@ const killWait = 10 * time.Second
 
 // Service spawns and owns process trees. It is safe for concurrent use.
 type Service struct {
-	cwd     string
-	root    string
-	env     []string
-	rules   envRules
-	paths   pathRules
-	spill   spillPlace
-	places  map[string]*spillPlace // Spec.SpillDir's, guarded by mu
-	maxLive int
-	log     *slog.Logger
-	backend backend
+	cwd    string
+	root   string
+	env    []string
+	rules  envRules
+	paths  pathRules
+	spill  spillPlace
+	places map[string]*spillPlace // Spec.SpillDir's, guarded by mu
+
+	sandboxPolicy *sandbox.Policy // Config.Sandbox
+	sandboxes     sandboxes
+	maxLive       int
+	log           *slog.Logger
+	backend       backend
 
 	guardWatch sync.WaitGroup // the goroutine that ends the trees of a guard that died
 	stopWatch  chan struct{}  // closed when Close begins
@@ -139,6 +152,14 @@ func New(cfg Config) (*Service, error) {
 		rules: be.envRules(), paths: be.pathRules(), spill: spillPlace{parent: spill}, maxLive: cfg.MaxLive,
 		log: log, backend: be,
 		live: make(map[owned]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
+	}
+	s.sandboxPolicy = cfg.Sandbox
+	s.sandboxes.helper = func() (string, error) { return helperPath(cfg, "Config.Sandbox") }
+	if cfg.Sandbox != nil {
+		if _, err := s.sandboxes.get(); err != nil { // fail now, not at the first Spawn
+			s.Close()
+			return nil, sandboxError("new service", "Config.Sandbox", err)
+		}
 	}
 	if lost, _, _ := be.guardState(); lost != nil {
 		s.guardWatch.Go(s.watchGuard)

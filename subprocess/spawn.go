@@ -63,7 +63,12 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		pumpsDone: make(chan struct{}),
 	}
 	h.spill = s.spillPlace(spec.SpillDir)
-	cmd := &exec.Cmd{Path: path, Args: h.argv, Dir: dir, Env: env}
+	start, argv, env, report, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	h.sandbox = report
+	cmd := &exec.Cmd{Path: start, Args: argv, Dir: dir, Env: env}
 	s.backend.prepare(cmd)
 
 	var io stdio

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/subkit/subkit/sandbox"
 )
 
 // Defaults applied to zero fields of a Spec.
@@ -121,6 +123,9 @@ type Spec struct {
 	// while descendants hold the pipes open; 0 means the same as Grace. A short one lets a
 	// call that leaves a daemon behind (`server &`) return quickly.
 	DrainGrace time.Duration
+	// Sandbox, when set, confines this tree (see Config.Sandbox, which it overrides); nil
+	// means Config.Sandbox, and with neither the tree runs unconfined.
+	Sandbox *sandbox.Policy
 	// SpillDir, when set, is where this tree's spill files go instead of the Service's: in a
 	// private (0700) directory the Service makes in it the first time a stream needs one,
 	// shared by every Spec that names the same SpillDir. It must be an absolute path. An

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
+
+	"github.com/subkit/subkit/sandbox"
 )
 
 // Default terminal size.
@@ -31,6 +33,9 @@ type TerminalSpec struct {
 	// Grace is how long Terminate waits between asking and forcing, and how long output may
 	// drain after the program exits; 0 means DefaultGrace.
 	Grace time.Duration
+	// Sandbox confines the program as Spec.Sandbox does; nil means Config.Sandbox. The pty is
+	// opened by the Service before the program is confined, and stays usable inside.
+	Sandbox *sandbox.Policy
 }
 
 func (s *TerminalSpec) check() error {

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/sandbox"
 )
 
 // Terminal is a program on a pty; this platform has none, so SpawnTerminal always fails
@@ -30,6 +31,7 @@ func (t *Terminal) Foreground(context.Context) (Foreground, error) {
 }
 func (t *Terminal) SignalForeground(context.Context, os.Signal) error { return errNoTerminal() }
 func (t *Terminal) Updated() <-chan struct{}                          { return nil }
+func (t *Terminal) Sandbox() *sandbox.Report                          { return nil }
 func (t *Terminal) WaitOutput(ctx context.Context, from int64, max int) (Delta, error) {
 	return Delta{}, errNoTerminal()
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess/posix"
 )
 
@@ -32,6 +33,8 @@ type Terminal struct {
 	master *os.File // see ptyMaster: in the runtime poller, except on darwin
 	out    *collector
 	tree   *posix.Tree // the program's exit, without a thread blocked on it
+	// how the program is confined, or nil
+	sandbox *sandbox.Report
 
 	leaderDone chan struct{}
 	settledCh  chan struct{}
@@ -66,8 +69,14 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		master.Close()
 		return nil, fail(err)
 	}
+	argv := append([]string{spec.Path}, spec.Args...)
+	start, startArgv, env, report, err := s.confine("spawn terminal", spec.Sandbox, path, argv, env, dir)
+	if err != nil {
+		master.Close()
+		return nil, err
+	}
 	cmd := &exec.Cmd{
-		Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: dir, Env: env,
+		Path: start, Args: startArgv, Dir: dir, Env: env,
 		Stdin: tty, Stdout: tty, Stderr: tty,
 	}
 	be := s.backend.(*posixBackend) // the one backend of unix
@@ -80,7 +89,7 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 	}
 	ctx := context.Background()
 	t := &Terminal{
-		svc: s, argv: cmd.Args, grace: spec.Grace, start: time.Now(),
+		svc: s, argv: argv, grace: spec.Grace, start: time.Now(), sandbox: report,
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),
 		tree: tree, cookie: cookie,
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
@@ -212,6 +221,15 @@ func (t *Terminal) Updated() <-chan struct{} {
 		return nil
 	}
 	return t.out.updated()
+}
+
+// Sandbox says which backend confined the terminal's program and what it could not enforce;
+// nil when it runs unconfined.
+func (t *Terminal) Sandbox() *sandbox.Report {
+	if t.valid("sandbox") != nil {
+		return nil
+	}
+	return t.sandbox
 }
 
 // WaitOutput waits until the terminal has output past offset from, or its output has ended,

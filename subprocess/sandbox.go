@@ -1,0 +1,104 @@
+package subprocess
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/subkit/subkit/sandbox"
+)
+
+// sandboxes is the Service's probe of this machine's confinement, made once: at New for
+// Config.Sandbox, else at the first Spec that asks for one.
+type sandboxes struct {
+	helper func() (string, error) // the helper binary's path
+
+	once sync.Once
+	sb   *sandbox.Sandbox
+	err  error
+
+	tmpOnce sync.Once // the private temp dir of sandboxed programs, under the runtime root
+	tmp     string
+	tmpErr  error
+}
+
+func (x *sandboxes) get() (*sandbox.Sandbox, error) {
+	x.once.Do(func() {
+		helper, err := x.helper()
+		if err != nil {
+			x.err = err
+			return
+		}
+		x.sb, x.err = sandbox.New(helper)
+	})
+	return x.sb, x.err
+}
+
+// confine turns the program a spawn would start into what starts it under pol (the Spec's, else
+// Config.Sandbox; none: the program as it is) and says how it is confined.
+func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env []string, dir string) (string, []string, []string, *sandbox.Report, error) {
+	if pol == nil {
+		pol = s.sandboxPolicy
+	}
+	if pol == nil {
+		return path, argv, env, nil, nil
+	}
+	sb, err := s.sandboxes.get()
+	if err != nil {
+		return "", nil, nil, nil, sandboxError(op, path, err)
+	}
+	tmp, err := s.sandboxTemp()
+	if err != nil {
+		return "", nil, nil, nil, &Error{Op: op, Name: path, Kind: ErrSystem, Err: fmt.Errorf("sandbox temp dir: %w", err)}
+	}
+	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env)})
+	if err != nil {
+		return "", nil, nil, nil, sandboxError(op, path, err)
+	}
+	report := l.Report
+	return l.Path, l.Args, l.Env, &report, nil
+}
+
+// sandboxTemp is the private temp dir (TMPDIR) of the Service's sandboxed programs, made in the
+// runtime root when first needed.
+func (s *Service) sandboxTemp() (string, error) {
+	x := &s.sandboxes
+	x.tmpOnce.Do(func() {
+		x.tmp = filepath.Join(s.root, "sandbox-tmp")
+		x.tmpErr = os.Mkdir(x.tmp, 0o700)
+	})
+	return x.tmp, x.tmpErr
+}
+
+// homeOf is the home directory "~/" stands for in a policy: the program's HOME, else this
+// user's.
+func homeOf(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "HOME="); ok && v != "" {
+			return v
+		}
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
+// sandboxError maps the sandbox package's kinds onto the Service's.
+func sandboxError(op, name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err // the helper's own (no helper executable)
+	}
+	kind := ErrSystem
+	switch {
+	case errors.Is(err, sandbox.ErrInvalid):
+		kind = ErrInvalid
+	case errors.Is(err, sandbox.ErrNotFound):
+		kind = ErrNotFound
+	case errors.Is(err, sandbox.ErrUnsupported):
+		kind = ErrUnsupported
+	}
+	return &Error{Op: op, Name: name, Kind: kind, Err: err}
+}
