@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -96,6 +97,14 @@ type Config struct {
 	// (BASH_ENV, ENV, SHELLOPTS, BASHOPTS) of its environment are set empty for each command.
 	// Spill files still go under SpillDir. No file key.
 	Service *subprocess.Service
+	// Sandbox (key "sandbox") confines every command (see the sandbox package): nil runs them
+	// unconfined. In a file, `sandbox: true` is the default policy (the working directory and a
+	// private TMPDIR writable, credential homes hidden, no network), or a mapping with the
+	// keys writable, hidden (lists of paths), network ("on" or "off"), backend and limits
+	// (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes). New fails with
+	// ErrUnsupported when nothing here can enforce it; a command never runs unconfined when
+	// confinement was asked for. It needs the kit's helper executable, as Guard does.
+	Sandbox *sandbox.Policy
 }
 
 // configKey ties a file key to its Config field.
@@ -128,6 +137,7 @@ func configKeys() []configKey {
 		{"spillMaxTotalBytes", "SpillMaxTotalBytes", func(c *Config, v any) (err error) { c.SpillMaxTotalBytes, err = toPositive(v); return }},
 		{"managedPrefix", "ManagedPrefix", func(c *Config, v any) (err error) { c.ManagedPrefix, err = toString(v); return }},
 		{"allowEnv", "AllowEnv", func(c *Config, v any) (err error) { c.AllowEnv, err = toStrings(v); return }},
+		{"sandbox", "Sandbox", func(c *Config, v any) (err error) { c.Sandbox, err = toPolicy(v); return }},
 	}
 }
 

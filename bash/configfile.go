@@ -9,10 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/subkit/subkit/sandbox"
 )
 
 // A config file is one mapping of the keys documented on Config, for example
@@ -256,6 +259,77 @@ func toString(v any) (string, error) {
 		return "", fmt.Errorf("want a string, got %s", describe(v))
 	}
 	return s, nil
+}
+
+// toPolicy reads the sandbox block: true (the default policy), false (none), or a mapping.
+func toPolicy(v any) (*sandbox.Policy, error) {
+	switch x := v.(type) {
+	case bool:
+		if !x {
+			return nil, nil
+		}
+		return &sandbox.Policy{}, nil
+	case map[string]any:
+		p := &sandbox.Policy{}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the first bad key is always the same one
+		for _, k := range keys {
+			if err := setPolicyKey(p, k, x[k]); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("want true, false or a mapping (writable, hidden, network, backend, limits), got %s", describe(v))
+}
+
+func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
+	switch key {
+	case "writable":
+		p.Writable, err = toStrings(v)
+	case "hidden":
+		p.Hidden, err = toStrings(v)
+	case "network":
+		var s string
+		if s, err = toString(v); err == nil {
+			switch s {
+			case "on":
+				p.Network = sandbox.NetworkOn
+			case "off":
+				p.Network = sandbox.NetworkOff
+			default:
+				err = fmt.Errorf("want \"on\" or \"off\", got %q", s)
+			}
+		}
+	case "backend":
+		var s string
+		s, err = toString(v)
+		p.Backend = sandbox.Backend(s)
+	case "limits":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("want a mapping (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes), got %s", describe(v))
+		}
+		fields := map[string]*uint64{"cpuSeconds": &p.Limits.CPUSeconds, "fileSizeBytes": &p.Limits.FileSizeBytes,
+			"openFiles": &p.Limits.OpenFiles, "processes": &p.Limits.Processes, "addressSpaceBytes": &p.Limits.AddressSpaceBytes}
+		for k, x := range m {
+			f, ok := fields[k]
+			if !ok {
+				return fmt.Errorf("unknown limit %q (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes)", k)
+			}
+			n, err := toPositive(x)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			*f = uint64(n)
+		}
+	default:
+		err = fmt.Errorf("unknown key (writable, hidden, network, backend, limits)")
+	}
+	return err
 }
 
 func toStrings(v any) ([]string, error) {

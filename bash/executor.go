@@ -86,7 +86,7 @@ func New(cfg Config) (*Executor, error) {
 	if owned {
 		svc, err = subprocess.New(subprocess.Config{
 			Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
-			TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard,
+			TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard, Sandbox: c.Sandbox,
 		})
 		if err != nil {
 			store.close(context.Background())

@@ -10,9 +10,13 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	subprocess.HelperMain() // the test binary is the sandbox's and the guard's helper
+	goleak.VerifyTestMain(m)
+}
 
 // newExecutor returns an Executor whose commands carry a fresh test mark, with its runtime
 // and spill dirs inside the test's temp dirs, closed at the end of the test; the leak checks

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -117,6 +118,15 @@ func renderStatus(b *strings.Builder, r Result) {
 	}
 	if r.Lingering {
 		renderSurvivors(b, r)
+	}
+	if r.Sandbox != nil && !r.ExitedNormally() && !r.Cancelled && !r.TimedOut {
+		code := r.ExitCode
+		if n, ok := map[string]int{"SIGXCPU": 24, "SIGXFSZ": 25}[r.Signal]; ok {
+			code = 128 + n // the limits' signals, as a shell reports them
+		}
+		if line := sandbox.LikelyDenial(r.Stderr.Tail, code); line != "" {
+			fmt.Fprintf(b, "[%s; the command ran confined: %s]\n", line, r.Sandbox)
+		}
 	}
 }
 

@@ -122,10 +122,11 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 		spec.Stdin = subprocess.Input{Kind: subprocess.InputBytes, Data: req.Stdin}
 	}
 	if !e.owned {
-		// A shared Service's environment still has the host's startup variables, and its spill
-		// directory is not under the executor's retention.
+		// A shared Service's environment still has the host's startup variables, its spill
+		// directory is not under the executor's retention, and its sandbox is not ours.
 		spec.Env = append(emptyStartupVars(), env...)
 		spec.SpillDir = e.store.dir
+		spec.Sandbox = c.Sandbox
 	}
 	return spec, timeout, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -39,6 +40,8 @@ type Result struct {
 	// (SurvivorsErr says why).
 	Survivors    []procinspect.Proc
 	SurvivorsErr error
+	// Sandbox says how the command was confined (Config.Sandbox), or is nil.
+	Sandbox *sandbox.Report
 }
 
 // ExitedNormally reports whether the shell exited by itself with status 0.
@@ -50,7 +53,7 @@ func newResult(command string, h *subprocess.Handle, r subprocess.Result) Result
 	return Result{
 		Command: command, Argv: h.Argv(), Pid: r.Pid, ExitCode: r.ExitCode, Signal: r.Signal,
 		TimedOut: r.TimedOut, Duration: r.Duration, Stdout: r.Stdout, Stderr: r.Stderr,
-		PipesHeld: r.PipesHeld,
+		PipesHeld: r.PipesHeld, Sandbox: r.Sandbox,
 	}
 }
 
