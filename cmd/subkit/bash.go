@@ -65,12 +65,18 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		env       stringList
 	)
 	fs.Var(&env, "env", "NAME=VALUE set in the command's environment (repeatable)")
+	var sb sandboxFlags
+	sb.register(fs)
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "bash", kind, code, err)
 	}
 	if help, err := parseFlags(fs, args, bashUsage, stdout); help {
 		return 0
 	} else if err != nil {
+		return fail("invalid", exitUsage, err)
+	}
+	policy, err := sb.policy(fs)
+	if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {
@@ -108,10 +114,16 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 
 	cfg.Guard = guarded
+	if policy != nil {
+		cfg.Sandbox = policy // the flags win over the file's sandbox block
+	}
 	e, err := bash.New(cfg)
 	if err != nil {
-		if errors.Is(err, bash.ErrInvalid) {
+		switch {
+		case errors.Is(err, bash.ErrInvalid):
 			return fail("invalid", exitUsage, err)
+		case isUnsupported(err):
+			return fail("unsupported", exitFailure, err)
 		}
 		return fail("internal", exitFailure, err)
 	}
@@ -129,6 +141,7 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				Argv: res.Argv, Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
 				DurationMs: res.Duration.Milliseconds(),
 				Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
+				Sandbox: sandboxJSON(res.Sandbox),
 			},
 			Command: res.Command, Cancelled: res.Cancelled,
 		}

@@ -44,6 +44,8 @@ func startFailure(err error) (kind string, code int) {
 		return "permission", exitNotExec
 	case errors.Is(err, subprocess.ErrInvalid):
 		return "invalid", exitUsage
+	case errors.Is(err, subprocess.ErrUnsupported):
+		return "unsupported", exitFailure
 	}
 	return "internal", exitFailure
 }

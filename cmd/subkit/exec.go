@@ -47,6 +47,8 @@ type execOutput struct {
 	DurationMs int64        `json:"duration_ms"`
 	Stdout     streamOutput `json:"stdout"`
 	Stderr     streamOutput `json:"stderr"`
+	// Sandbox is how the command was confined (--sandbox), absent otherwise.
+	Sandbox *sandboxOutput `json:"sandbox,omitempty"`
 }
 
 type streamOutput struct {
@@ -69,12 +71,18 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		asJSON     = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&env, "env", "NAME=VALUE set in the child's environment (repeatable)")
+	var sb sandboxFlags
+	sb.register(fs)
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "exec", kind, code, err)
 	}
 	if help, err := parseFlags(fs, args, execUsage, stdout); help {
 		return 0
 	} else if err != nil {
+		return fail("invalid", exitUsage, err)
+	}
+	policy, err := sb.policy(fs)
+	if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {
@@ -90,8 +98,9 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	spec := subprocess.Spec{
 		Path: fs.Arg(0), Args: fs.Args()[1:], Dir: *dir, Env: env,
 		Grace: *grace, Timeout: *timeout,
-		Stdout: subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
-		Stderr: subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
+		Stdout:  subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
+		Stderr:  subprocess.Output{TailBytes: *tailBytes, SpillBytes: *spillBytes},
+		Sandbox: policy,
 	}
 	if *stdinFile != "" {
 		data, err := readStdinFile(*stdinFile, stdin)
@@ -125,6 +134,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			Argv: h.Argv(), Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
 			DurationMs: res.Duration.Milliseconds(),
 			Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
+			Sandbox: sandboxJSON(res.Sandbox),
 		}
 		if res.Signal == "" {
 			out.ExitCode = &res.ExitCode

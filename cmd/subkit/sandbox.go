@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/subkit/subkit/sandbox"
+)
+
+// sandboxFlags are the confinement flags of exec and bash.
+type sandboxFlags struct {
+	on       bool
+	writable stringList
+	hidden   stringList
+	network  string
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "sandbox", false, "confine the command: only the working directory, a private TMPDIR and --writable dirs writable, credential homes hidden, no network (Linux)")
+	fs.Var(&f.writable, "writable", "with --sandbox: a directory the command may write in, instead of the working directory (repeatable)")
+	fs.Var(&f.hidden, "hidden", "with --sandbox: a path the command may not read, instead of the credential homes (repeatable)")
+	fs.StringVar(&f.network, "network", "off", "with --sandbox: on or off")
+}
+
+// policy is the policy the flags ask for, or nil without --sandbox.
+func (f *sandboxFlags) policy(fs *flag.FlagSet) (*sandbox.Policy, error) {
+	if !f.on {
+		for _, name := range []string{"writable", "hidden", "network"} {
+			if flagSet(fs, name) {
+				return nil, fmt.Errorf("--%s applies with --sandbox only", name)
+			}
+		}
+		return nil, nil
+	}
+	p := &sandbox.Policy{Writable: f.writable, Hidden: f.hidden}
+	switch f.network {
+	case "off":
+	case "on":
+		p.Network = sandbox.NetworkOn
+	default:
+		return nil, fmt.Errorf("--network %q: want on or off", f.network)
+	}
+	return p, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// sandboxOutput is the "sandbox" object of --json: which backend enforced, and what it could
+// not.
+type sandboxOutput struct {
+	Backend    string   `json:"backend"`
+	Network    string   `json:"network"` // "off" or "on"
+	How        string   `json:"how"`     // the report in words: what enforced each part
+	Writable   []string `json:"writable"`
+	Hidden     []string `json:"hidden"`
+	Unenforced []string `json:"unenforced"`
+}
+
+func sandboxJSON(r *sandbox.Report) *sandboxOutput {
+	if r == nil {
+		return nil
+	}
+	network := "off"
+	if r.Network == "on" {
+		network = "on"
+	}
+	out := &sandboxOutput{Backend: string(r.Backend), Network: network, How: r.String(),
+		Writable: r.Writable, Hidden: r.Hidden, Unenforced: r.Unenforced}
+	for _, s := range []*[]string{&out.Writable, &out.Hidden, &out.Unenforced} {
+		if *s == nil {
+			*s = []string{} // a list in the JSON, never null
+		}
+	}
+	return out
+}
+
+// isUnsupported says that err is a missing capability (no sandbox backend here, say).
+func isUnsupported(err error) bool { return errors.Is(err, errors.ErrUnsupported) }
