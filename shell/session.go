@@ -366,12 +366,13 @@ func (s *Session) yield(op string, d time.Duration) (time.Duration, error) {
 // ErrBusy while an earlier command still runs and ErrExited once the shell has ended; an
 // error means the command did not run, except a context that ends while waiting (the command
 // then runs on, and the next Step reports it).
-func (s *Session) Run(ctx context.Context, command string, yield time.Duration) (Step, error) {
+func (s *Session) Run(ctx context.Context, command string, yield time.Duration) (_ Step, err error) {
 	const op = "run"
 	if err := s.enter(op, ctx); err != nil {
 		return Step{}, err
 	}
 	defer s.inflight.Done()
+	defer s.closedErr(op, &err)
 	switch {
 	case strings.TrimSpace(command) == "":
 		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("no command given")}
@@ -427,6 +428,13 @@ func (s *Session) Run(ctx context.Context, command string, yield time.Duration) 
 	return s.waitStep(op, ctx, y)
 }
 
+// closedErr makes an error of a call that Close cut short say ErrClosed.
+func (s *Session) closedErr(op string, err *error) {
+	if *err != nil && isDone(s.life.Done()) && !errors.Is(*err, ErrClosed) {
+		*err = &Error{Op: op, ID: s.id, Kind: ErrClosed, Err: *err}
+	}
+}
+
 // runnable says why a command cannot be sent now.
 func (s *Session) runnable(op string) error {
 	if isDone(s.term.Done()) {
@@ -451,12 +459,13 @@ func (s *Session) runnable(op string) error {
 // runs the line. Then it waits as Run does. Empty chars is Poll. At most MaxInputBytes; a
 // terminal in line mode takes lines of up to 4095 bytes. It fails with ErrExited once the
 // shell has ended (nothing is written).
-func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) (Step, error) {
+func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) (_ Step, err error) {
 	const op = "write"
 	if err := s.enter(op, ctx); err != nil {
 		return Step{}, err
 	}
 	defer s.inflight.Done()
+	defer s.closedErr(op, &err)
 	if len(chars) > MaxInputBytes {
 		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
 			Err: fmt.Errorf("%d bytes is above MaxInputBytes (%d)", len(chars), MaxInputBytes)}
@@ -500,12 +509,13 @@ func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) 
 
 // Poll waits as Run does for the command in progress and reports the new output; with no
 // command in progress it returns at once.
-func (s *Session) Poll(ctx context.Context, yield time.Duration) (Step, error) {
+func (s *Session) Poll(ctx context.Context, yield time.Duration) (_ Step, err error) {
 	const op = "poll"
 	if err := s.enter(op, ctx); err != nil {
 		return Step{}, err
 	}
 	defer s.inflight.Done()
+	defer s.closedErr(op, &err)
 	y, err := s.yield(op, yield)
 	if err != nil {
 		return Step{}, err
@@ -525,12 +535,13 @@ func (s *Session) Poll(ctx context.Context, yield time.Duration) (Step, error) {
 // usually with status 130) or the foreground program is still there (StateRunning: a REPL
 // catches Ctrl-C). With nothing running it sends nothing and says so; once the shell has
 // exited it sends nothing and returns the exited Step.
-func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (Step, error) {
+func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (_ Step, err error) {
 	const op = "interrupt"
 	if err := s.enter(op, ctx); err != nil {
 		return Step{}, err
 	}
 	defer s.inflight.Done()
+	defer s.closedErr(op, &err)
 	y, err := s.yield(op, yield)
 	if err != nil {
 		return Step{}, err

@@ -302,6 +302,53 @@ func TestShellExit(t *testing.T) {
 	assert.True(t, d.Done)
 }
 
+// A shell killed from outside is reported exited by its signal.
+func TestShellKilled(t *testing.T) {
+	s := newSession(t)
+	st, err := s.Run(ctxT(t, time.Minute), "kill -KILL $$", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateExited, st.State)
+	assert.Equal(t, -1, st.ExitCode)
+	assert.Equal(t, "SIGKILL", st.Signal)
+}
+
+// A builtin waiting for input holds the foreground as the shell; Write answers it.
+func TestShellReadInput(t *testing.T) {
+	s := newSession(t)
+	st, err := s.Run(ctxT(t, time.Minute), "read -r x; echo got:$x", 200*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, st.State)
+	assert.Equal(t, "bash", st.Foreground)
+	st, err = s.Write(ctxT(t, time.Minute), "hello there\n", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, "got:hello there\n", st.Output)
+	assert.Equal(t, "read -r x; echo got:$x", st.Command)
+}
+
+// Close while a call waits: the call returns ErrClosed, and every later call too.
+func TestShellCloseDuringRun(t *testing.T) {
+	cfg, _ := testConfig(t)
+	s, err := Open(ctxT(t, time.Minute), cfg)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctxT(t, time.Minute), "sleep 1000", 10*time.Minute)
+		done <- err
+	}()
+	// Close as soon as the sleep runs (or even before: the Run then fails at once).
+	require.Eventually(t, func() bool { return s.Info().State == StateRunning }, time.Minute, time.Millisecond)
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, <-done, ErrClosed)
+	_, err = s.Run(ctxT(t, time.Minute), "true", 0)
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = s.Poll(ctxT(t, time.Minute), 0)
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = s.ReadTranscript(0, 0)
+	assert.ErrorIs(t, err, ErrClosed)
+	require.NoError(t, s.Close())
+}
+
 // A syntax error is found before anything runs.
 func TestShellSyntaxError(t *testing.T) {
 	s := newSession(t)

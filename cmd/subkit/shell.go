@@ -32,7 +32,8 @@ nothing ran) or "refused" (not run: an earlier line still runs, or the shell has
 output is the step's new output (its head and tail beyond 64000 bytes), foreground and notes
 appear when there is something to say; the last "exit_code" is the last step's. It exits 0 once
 the session has run. Without --json it prints each step as "$ command", its output and a
-bracketed status line, and exits with the last step's exit code (0 when it has none).
+bracketed status line ("> " lines as they are), and exits with the last step's exit code (0
+when it has none).
 Exit status when it cannot run: 2 (bad flags or file), 127 (bash not found), 1 (other); 130
 when interrupted.
 
@@ -169,7 +170,11 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 // renderShellStep is one step as text: the command, its output, a bracketed status line.
 func renderShellStep(st shellStep) string {
 	var b strings.Builder
-	b.WriteString("$ " + st.Command + "\n")
+	if strings.HasPrefix(st.Command, "> ") {
+		b.WriteString(st.Command + "\n") // input typed into the foreground program
+	} else {
+		b.WriteString("$ " + st.Command + "\n")
+	}
 	b.WriteString(st.Output)
 	if st.Output != "" && !strings.HasSuffix(st.Output, "\n") {
 		b.WriteString("\n")
