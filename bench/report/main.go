@@ -290,6 +290,15 @@ var rows = []row{
 		Check:    timeRatio(0),
 		Note:     "session opened untimed; `true` is plain words, so no `bash -n` check runs",
 	},
+	{
+		Title: "sandboxed spawn and settle `/bin/true` (`subprocess.Run` with `Config.Sandbox`, one writable root, " +
+			"the backend the probe picks)",
+		Baseline: "the same `subprocess.Run` unconfined",
+		Target:   reportOnly,
+		Bench:    "BenchmarkSandboxedSpawnTrue",
+		Check:    timeRatio(0),
+		Note:     "the helper's exec and its self-restriction (Landlock rules, seccomp filter, limits) before the program's exec",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
