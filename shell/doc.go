@@ -10,7 +10,7 @@
 // model-friendly environment (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
 // GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, after the Service's credential scrub), on a wide
 // terminal (200x50) so output does not wrap, with echo off. It runs under the Service's guard
-// when the Service has one.
+// and sandbox (subprocess.Config.Guard, Config.Sandbox) when the Service has them.
 //
 // # Steps
 //

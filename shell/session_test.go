@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -432,6 +433,29 @@ func TestShellCallerServiceGuarded(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	_ = mark
+}
+
+// A session on a sandboxed Service is confined like every tree of that Service, and its
+// boundaries, foreground and Interrupt work as ever.
+func TestShellSandboxed(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.ServiceConfig.Sandbox = &sandbox.Policy{Writable: []string{t.TempDir()}}
+	s, err := Open(ctxT(t, time.Minute), cfg)
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	assert.Equal(t, "/tmp\n", run(t, s, "cd /tmp; pwd").Output)
+	st := run(t, s, "touch /etc/subkit-shell-test")
+	assert.Equal(t, 1, st.ExitCode, "outside the writable roots: %q", st.Output)
+	st, err = s.Run(ctxT(t, time.Minute), "sleep 100", 200*time.Millisecond)
+	require.NoError(t, err)
+	_, st = pollUntil(t, s, st, func(_ string, st Step) bool { return st.Foreground == "sleep" })
+	st, err = s.Interrupt(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 130, st.ExitCode)
 }
 
 // Every process a closed session started is gone: a job, a nohup'd one, a setsid child and a
