@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ import (
 // Layout under the spill root (Config.SpillDir):
 //
 //	subkit-bash-XXXX/          one per Executor, 0700, random name
-//	    .lock                  held (flock) while the Executor is open
+//	    .lock                  held (flock) while the Executor is open; records its SpillMaxAge
 //	    subkit-spill-YYYY/     the Executor's Service's spill directory, made when first needed
 //	        stdout-ZZZZ.log    one per stream that needed a spill file
 //
@@ -28,9 +29,13 @@ import (
 // use, and never touched, when it belongs to a live Executor other than the sweeping one (its
 // lock is held), or, in the sweeping Executor, to a command that has not been released (still
 // running, or a background Process not yet closed): a released command's files are those its
-// result named. Everything else is a candidate: first
-// those not written for longer than the maximum age go, then the oldest until all spill files
-// under the root, in use or not, fit in the total. Emptied directories are removed.
+// result named. Everything else is a candidate: first those not written for longer than the
+// maximum age go (for a closed executor's files, the maximum age its lock file records, never
+// the sweeping executor's), then the oldest of this executor's own (and of directories that
+// record no policy) until all spill files under the root, in use or not, fit in the total: a
+// closed executor's file younger than its own maximum age is never removed, so a file a
+// `subkit bash` run printed for the model stays readable whatever another executor's policy
+// says. Emptied directories are removed.
 const (
 	execDirPrefix = "subkit-bash-"
 	lockName      = ".lock"
@@ -64,7 +69,7 @@ func openStore(root string, maxAge time.Duration, maxTotal int64) (*spillStore, 
 	}
 	s := &spillStore{root: root, maxAge: maxAge, maxTotal: maxTotal, released: map[string]bool{}}
 	for try := 0; try < 3; try++ {
-		dir, lock, err := makeExecDir(root)
+		dir, lock, err := makeExecDir(root, maxAge)
 		if err != nil {
 			return nil, &ConfigError{Key: "spillDir", Field: "SpillDir", Err: err}
 		}
@@ -79,7 +84,7 @@ func openStore(root string, maxAge time.Duration, maxTotal int64) (*spillStore, 
 
 // makeExecDir creates a fresh executor directory with its lock held. It returns a nil lock
 // and no error when a concurrent sweep removed the directory before the lock was taken.
-func makeExecDir(root string) (string, *os.File, error) {
+func makeExecDir(root string, maxAge time.Duration) (string, *os.File, error) {
 	dir, err := os.MkdirTemp(root, execDirPrefix)
 	if err != nil {
 		return "", nil, err
@@ -107,7 +112,32 @@ func makeExecDir(root string) (string, *os.File, error) {
 		f.Close()
 		return "", nil, nil
 	}
+	// The lock file records this executor's maximum age: once it is gone, another executor's
+	// sweep keeps its files that long, whatever its own policy says.
+	if _, err := fmt.Fprintf(f, "%s%d\n", maxAgeKey, maxAge.Milliseconds()); err != nil {
+		f.Close()
+		return "", nil, err
+	}
 	return dir, f, nil
+}
+
+// maxAgeKey starts the line of a lock file that records its executor's SpillMaxAge.
+const maxAgeKey = "spillMaxAgeMs="
+
+// recordedMaxAge is the maximum age a lock file records, if it records one.
+func recordedMaxAge(f *os.File) (time.Duration, bool) {
+	b := make([]byte, 64)
+	n, _ := f.ReadAt(b, 0)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	v, ok := strings.CutPrefix(line, maxAgeKey)
+	if !ok {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // release marks a command's spill files as no longer in use.
@@ -126,6 +156,8 @@ type spillFile struct {
 	path string
 	size int64
 	mod  time.Time
+	keep   time.Duration // removed once older than this: its own executor's maximum age
+	capped bool          // the total cap may remove it sooner: this executor's, or of a policy unknown
 }
 
 // sweep applies the retention policy. With all set (at close), every directory of this
@@ -160,6 +192,7 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 		dir := filepath.Join(s.root, ent.Name())
 		own := dir == s.dir
 		free := own // may this executor dir's released files go?
+		keep, capped := s.maxAge, true
 		if !own {
 			lock, state := s.foreign(dir)
 			if state == dirUnreadable {
@@ -167,6 +200,9 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 			}
 			if lock != nil {
 				held = append(held, lock)
+				if age, ok := recordedMaxAge(lock); ok {
+					keep, capped = age, false // the files' own policy, not this one's
+				}
 			}
 			free = state == dirDead
 			if free {
@@ -185,6 +221,7 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 			for _, f := range listFiles(cdir) {
 				total += f.size
 				if free && (!own || all || s.released[f.path]) {
+					f.keep, f.capped = keep, capped
 					cands = append(cands, f)
 				}
 			}
@@ -206,10 +243,10 @@ func (s *spillStore) sweep(ctx context.Context, all bool) error {
 	}
 	kept := cands[:0]
 	for _, f := range cands {
-		if now.Sub(f.mod) > s.maxAge {
+		if now.Sub(f.mod) > f.keep {
 			remove(f)
-		} else {
-			kept = append(kept, f)
+		} else if f.capped {
+			kept = append(kept, f) // another executor's file is never removed younger than its own maximum age
 		}
 	}
 	for _, f := range kept {

@@ -139,11 +139,12 @@ func TestSpillNeverTouchesFilesInUse(t *testing.T) {
 	assert.Empty(t, spillFiles(t, root))
 }
 
-// Close keeps what the policy allows, for the model to read later; a later sweep removes it
-// and its directory.
+// Close keeps what the policy allows, for the model to read later; a later sweep by another
+// executor removes it, and its directory, only once it is older than its own executor's
+// maximum age, whatever the sweeping executor's policy says.
 func TestSpillOutlivesCloseUntilSwept(t *testing.T) {
 	root := t.TempDir()
-	a, _ := newExecutor(t, bash.Config{SpillDir: root, MaxOutputBytes: 100})
+	a, _ := newExecutor(t, bash.Config{SpillDir: root, MaxOutputBytes: 100, SpillMaxAge: time.Minute})
 	res := exec(t, a, bash.Request{Command: "seq 1 1000"})
 	require.NotEmpty(t, res.Stdout.SpillPath)
 	require.NoError(t, a.Close())
@@ -151,10 +152,19 @@ func TestSpillOutlivesCloseUntilSwept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, data, 3893)
 
-	time.Sleep(10 * time.Millisecond)
-	b, _ := newExecutor(t, bash.Config{SpillDir: root, SpillMaxAge: time.Millisecond})
-	assert.False(t, exists(res.Stdout.SpillPath))
+	// A stricter executor (1 ms, 1 byte in all) sweeps: the file is younger than a minute.
+	b, _ := newExecutor(t, bash.Config{SpillDir: root, SpillMaxAge: time.Millisecond, SpillMaxTotalBytes: 1})
+	require.NoError(t, b.Sweep(context.Background()))
+	assert.True(t, exists(res.Stdout.SpillPath), "another executor's policy never removes a file younger than its own")
 	require.NoError(t, b.Close())
+	assert.True(t, exists(res.Stdout.SpillPath))
+
+	// Aged past its own executor's minute, it goes at the next sweep, even a lenient one's.
+	old := time.Now().Add(-2 * time.Minute)
+	require.NoError(t, os.Chtimes(res.Stdout.SpillPath, old, old))
+	c, _ := newExecutor(t, bash.Config{SpillDir: root, SpillMaxAge: 24 * time.Hour})
+	assert.False(t, exists(res.Stdout.SpillPath))
+	require.NoError(t, c.Close())
 	assert.Empty(t, tree(t, root), "every directory emptied is removed")
 }
 
