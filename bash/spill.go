@@ -153,9 +153,9 @@ func (s *spillStore) release(r subprocess.Result) {
 
 // spillFile is one candidate or counted file of a sweep.
 type spillFile struct {
-	path string
-	size int64
-	mod  time.Time
+	path   string
+	size   int64
+	mod    time.Time
 	keep   time.Duration // removed once older than this: its own executor's maximum age
 	capped bool          // the total cap may remove it sooner: this executor's, or of a policy unknown
 }
