@@ -183,6 +183,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		sc.Env = withoutStartupVars(env)
 		svc, err := subprocess.New(sc)
 		if err != nil {
+			s.stop()
 			return nil, &Error{Op: op, ID: id, Err: err}
 		}
 		s.svc, s.ownSvc = svc, true
@@ -651,7 +652,7 @@ func (s *Session) step(op string, ctx context.Context) (Step, error) {
 		}
 	}
 	if st.State == StateExited {
-		r, err := s.term.Wait(ctx)
+		r, err := s.term.Wait(context.Background()) // settled: it returns at once
 		if err != nil {
 			return Step{}, &Error{Op: op, ID: s.id, Err: err}
 		}
