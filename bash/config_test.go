@@ -213,3 +213,34 @@ func TestLoadConfig(t *testing.T) {
 	var be *bash.Error
 	assert.True(t, errors.As(err, &be))
 }
+
+// The reference's own shape: a list of tool entries, the executor's keys under config: of the
+// `- id: bash` entry.
+func TestConfigReferenceShape(t *testing.T) {
+	c, err := bash.ParseConfigYAML([]byte(`- id: other
+  config: {cwd: /nowhere}
+- id: bash
+  name: '@deepseek-ai/dsh-bash-local'
+  config:
+    cwd: /work
+    timeoutMs: 120000
+    maxTimeoutMs: 600000
+`))
+	require.NoError(t, err)
+	assert.Equal(t, "/work", c.Cwd)
+	assert.Equal(t, 120*time.Second, c.Timeout)
+	assert.Equal(t, 600*time.Second, c.MaxTimeout)
+
+	c, err = bash.ParseConfigYAML([]byte("- id: bash\n"))
+	require.NoError(t, err)
+	assert.Equal(t, bash.Config{}, c, "an entry without config: is the defaults")
+
+	_, err = bash.ParseConfigYAML([]byte("- id: other\n  config: {}\n"))
+	require.ErrorIs(t, err, bash.ErrInvalid)
+	assert.ErrorContains(t, err, "no `- id: bash` entry")
+	_, err = bash.ParseConfigYAML([]byte("- id: bash\n  config: [1]\n"))
+	require.ErrorIs(t, err, bash.ErrInvalid)
+	assert.ErrorContains(t, err, "must be a mapping")
+	_, err = bash.ParseConfigYAML([]byte("- id: bash\n  config: {timeoutMs: -1}\n"))
+	require.ErrorIs(t, err, bash.ErrInvalid, "the keys are checked as usual")
+}

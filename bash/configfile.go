@@ -180,6 +180,12 @@ func yamlPairs(data []byte) ([]pair, error) {
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return nil, nil
 	}
+	if root.Kind == yaml.SequenceNode {
+		var err error
+		if root, err = toolEntry(root); err != nil {
+			return nil, err
+		}
+	}
 	if root.Kind != yaml.MappingNode {
 		return nil, &ConfigError{Line: root.Line, Err: errors.New("not a YAML mapping of keys to values")}
 	}
@@ -196,6 +202,36 @@ func yamlPairs(data []byte) ([]pair, error) {
 		pairs = append(pairs, pair{key: k.Value, line: k.Line, value: v})
 	}
 	return pairs, nil
+}
+
+// toolEntry finds the executor's keys in the reference's list of tool entries
+// (`- id: bash` / `name:` / `config:`): the config mapping of the entry whose id is bash.
+func toolEntry(list *yaml.Node) (*yaml.Node, error) {
+	for _, item := range list.Content {
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		var id, config *yaml.Node
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			switch item.Content[i].Value {
+			case "id":
+				id = item.Content[i+1]
+			case "config":
+				config = item.Content[i+1]
+			}
+		}
+		if id == nil || id.Value != "bash" {
+			continue
+		}
+		if config == nil {
+			return &yaml.Node{Kind: yaml.MappingNode}, nil // the defaults
+		}
+		if config.Kind != yaml.MappingNode {
+			return nil, &ConfigError{Key: "config", Line: config.Line, Err: errors.New("the config: of the `- id: bash` entry must be a mapping of keys to values")}
+		}
+		return config, nil
+	}
+	return nil, &ConfigError{Line: list.Line, Err: errors.New("a list with no `- id: bash` entry: give the executor's keys as one mapping, or under config: of a `- id: bash` entry")}
 }
 
 // toPositive converts a file number to a positive whole number.
