@@ -12,3 +12,9 @@ func TestContract(t *testing.T) {
 		return newRuntime(t, coderuntime.Config{})
 	})
 }
+
+func TestSessionContract(t *testing.T) {
+	runtimetest.RunSessions(t, func(t *testing.T) coderuntime.SessionRuntime {
+		return newRuntime(t, coderuntime.Config{})
+	})
+}

@@ -36,8 +36,8 @@ func lookupLanguage(l Language) (language, bool) {
 	case Node:
 		return language{
 			interpreter: "node", codeFile: "main.js", preludeFile: "prelude.js",
-			prelude: func(_, errf string) string {
-				return "'use strict';\nconst SUBKIT_ERROR = " + jsonString(errf) + ";\n" + nodePrelude
+			prelude: func(code, errf string) string {
+				return "'use strict';\nconst SUBKIT_CODE = " + jsonString(code) + ";\nconst SUBKIT_ERROR = " + jsonString(errf) + ";\n" + nodePrelude
 			},
 			args: func(prelude, code string) []string { return []string{"--require", prelude, code} },
 		}, true
@@ -60,8 +60,9 @@ func jsonString(s string) string {
 // syntax error is caught before any of the code runs. On an uncaught exception (anything but
 // SystemExit) it writes one JSON object {name, value, traceback} to the error file, prints the
 // traceback to stderr as Python would, and exits 1. Its own frames are cut from the
-// traceback, and paths in the work directory are made relative (main.py) in both. SIGTERM flushes stdout and stderr before the process dies of it, so a timed-out
-// run keeps what it printed.
+// traceback, and paths in the work directory are made relative (main.py) in both, and in the
+// warnings Python prints. SIGTERM flushes stdout and stderr before the process dies of it, so a
+// timed-out run keeps what it printed.
 const pythonPrelude = `import sys
 
 
@@ -88,6 +89,20 @@ def _subkit_main(code_path, err_path):
         signal.signal(signal.SIGTERM, flush_then_die)
     except (AttributeError, OSError, ValueError):
         pass
+
+    import warnings
+
+    work = os.path.dirname(code_path)
+    works = sorted({work + os.sep, os.path.realpath(work) + os.sep}, key=len, reverse=True)
+    format_warning = warnings.formatwarning
+
+    def relative_formatwarning(message, category, filename, lineno, line=None):
+        text = format_warning(message, category, filename, lineno, line)
+        for w in works:
+            text = text.replace(w, "")
+        return text
+
+    warnings.formatwarning = relative_formatwarning
 
     sys.argv[:] = [code_path]
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(here):
@@ -116,8 +131,8 @@ def _subkit_main(code_path, err_path):
             value = str(exc)
         except BaseException:
             value = "<unprintable %s object>" % type(exc).__name__
-        work = os.path.dirname(code_path) + os.sep
-        text, value = text.replace(work, ""), value.replace(work, "")
+        for w in works:
+            text, value = text.replace(w, ""), value.replace(w, "")
         if len(value) > 8192:
             value = value[:8192] + "..."
         short = text if len(text) <= 65536 else "...\n" + text[-65536:]
@@ -138,38 +153,77 @@ _subkit_main(_SUBKIT_CODE, _SUBKIT_ERROR)
 `
 
 // nodePrelude is loaded with --require before the code file, which node then runs as its main
-// module, unchanged. An uncaughtExceptionMonitor listener sees every exception that is about
-// to end the process, syntax errors of the main module and unhandled rejections included; it
-// writes one JSON object {name, value, traceback} to the error file and leaves the rest to
-// node (which prints the error and exits 1). An exception the code handles itself with an
-// 'uncaughtException' listener is not reported. node's internal frames are cut from the stack.
+// module, unchanged. An 'uncaughtException' listener sees every exception that is about to end
+// the process, syntax errors of the main module and unhandled rejections included, unless the
+// code listens for them itself (then it does nothing, and the code's listener decides). It
+// writes one JSON object {name, value, traceback} to the error file, prints the error to
+// stderr as node does (the source line and a caret, the stack, the node version) with the
+// paths of the work directory relative, and exits 1, as node does. node's internal frames are
+// cut from the stack of the error file.
 const nodePrelude = `(function subkitPrelude() {
   const fs = require('fs');
+  const path = require('path');
   const util = require('util');
   const cap = (s, n, keepEnd) => {
     if (s.length <= n) return s;
     return keepEnd ? '...\n' + s.slice(s.length - n) : s.slice(0, n) + '...';
   };
-  process.on('uncaughtExceptionMonitor', function (err) {
-    if (process.listenerCount('uncaughtException') > 0) return;
+  const work = path.dirname(SUBKIT_CODE);
+  const prefixes = [work + path.sep];
+  try {
+    const real = fs.realpathSync(work) + path.sep;
+    if (!prefixes.includes(real)) prefixes.push(real);
+  } catch (e) {
+    // The work directory as given.
+  }
+  const relative = (s) => prefixes.reduce((t, p) => t.split(p).join(''), s);
+  // source returns node's "file:line\nsource line\n   ^\n\n" for the first frame of the stack
+  // that is in the code file, or ''.
+  const source = (stack) => {
+    for (const line of stack.split('\n')) {
+      const m = /^\s+at (?:.*\()?(.*):(\d+):(\d+)\)?$/.exec(line);
+      if (!m) continue;
+      if (!prefixes.some((p) => m[1] === path.join(p, path.basename(SUBKIT_CODE)))) return '';
+      try {
+        const text = fs.readFileSync(SUBKIT_CODE, 'utf8').split('\n')[Number(m[2]) - 1];
+        if (text === undefined) return '';
+        return m[1] + ':' + m[2] + '\n' + text + '\n' + ' '.repeat(Math.max(0, Number(m[3]) - 1)) + '^\n\n';
+      } catch (e) {
+        return '';
+      }
+    }
+    return '';
+  };
+  process.on('uncaughtException', function subkitUncaught(err) {
+    if (process.listenerCount('uncaughtException') > 1) return; // the code handles its own
+    let printed;
     try {
       let name, value, traceback;
       if (util.types.isNativeError(err) || err instanceof Error) {
         name = String(err.name || (err.constructor && err.constructor.name) || 'Error');
         value = String(err.message);
         traceback = String(err.stack || '');
+        // A syntax error's stack starts with the source line already; others get it added.
+        printed = (/^\S[^\n]*:\d+\n/.test(traceback) ? '' : source(traceback)) + traceback;
       } else {
         name = err === null ? 'null' : (typeof err === 'object' && err.constructor && err.constructor.name) || typeof err;
         value = util.inspect(err);
         traceback = '';
+        printed = 'Uncaught ' + value;
       }
       traceback = traceback.split('\n').filter((l) => !/^\s+at (.* \()?node:internal\//.test(l)).join('\n');
       fs.writeFileSync(SUBKIT_ERROR, JSON.stringify({
-        name: name, value: cap(value, 8192, false), traceback: cap(traceback, 65536, true),
+        name: name, value: cap(relative(value), 8192, false), traceback: cap(relative(traceback), 65536, true),
       }), { mode: 0o600 });
     } catch (e) {
       // Reporting must never change how the code ends.
     }
+    try {
+      fs.writeSync(2, relative(printed === undefined ? String(err) : printed) + '\n\nNode.js ' + process.version + '\n');
+    } catch (e) {
+      // stderr is gone: the exit status still says it.
+    }
+    process.exit(1);
   });
 })();
 `

@@ -357,3 +357,59 @@ func TestSecretsScrubbedFromConfigEnv(t *testing.T) {
 		assert.Contains(t, res.Stdout.Tail, kept, "allowed, plain and explicitly given variables reach the code")
 	}
 }
+
+func TestPythonWarningsRelative(t *testing.T) {
+	tmp := t.TempDir()
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{TempDir: tmp}})
+	needs(t, rt, coderuntime.Python3)
+	mark := marked(t)
+	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3,
+		Code: "import warnings\nwarnings.warn('careful')\nprint('after')\n"})
+	assert.Equal(t, "after\n", res.Stdout.Tail)
+	assert.True(t, strings.HasPrefix(res.Stderr.Tail, "main.py:2: UserWarning: careful\n"), res.Stderr.Tail)
+	assert.NotContains(t, res.Stderr.Tail, runtimeRoot(t, tmp), "no private path in a warning")
+}
+
+func TestNodeStackRelative(t *testing.T) {
+	tmp := t.TempDir()
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{TempDir: tmp}})
+	needs(t, rt, coderuntime.Node)
+	mark := marked(t)
+	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Node,
+		Code: "console.log('before');\nfunction f() {\n  throw new RangeError('too far');\n}\nf();\n"})
+	assert.Equal(t, 1, res.ExitCode, "node's status for an uncaught exception")
+	assert.Equal(t, "before\n", res.Stdout.Tail)
+	root := runtimeRoot(t, tmp)
+	errOut := res.Stderr.Tail
+	assert.NotContains(t, errOut, root, "no private path in what node prints")
+	assert.True(t, strings.HasPrefix(errOut, "main.js:3\n  throw new RangeError('too far');\n"), errOut)
+	assert.Contains(t, errOut, "\nRangeError: too far\n    at f (main.js:3:9)\n")
+	assert.Contains(t, errOut, "Node.js v")
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "too far", res.Error.Value)
+
+	res = run(t, rt, mark, coderuntime.Request{Language: coderuntime.Node, Code: "let x = ;\n"})
+	assert.Equal(t, 1, res.ExitCode)
+	assert.True(t, strings.HasPrefix(res.Stderr.Tail, "main.js:1\nlet x = ;\n"), res.Stderr.Tail)
+	assert.NotContains(t, res.Stderr.Tail, root)
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "SyntaxError", res.Error.Name)
+
+	res = run(t, rt, mark, coderuntime.Request{Language: coderuntime.Node, Code: "Promise.reject(42);\n"})
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Contains(t, res.Stderr.Tail, `The promise rejected with the reason "42".`, "node's own wording")
+}
+
+func TestPipesHeldShortDrain(t *testing.T) {
+	rt := newRuntime(t, coderuntime.Config{})
+	needs(t, rt, coderuntime.Python3)
+	mark := marked(t)
+	// A child that keeps the code's stdout: the run settles after the drain grace, says so,
+	// and ends the child.
+	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3,
+		Code: "import subprocess\nsubprocess.Popen(['sleep', '1000'])\nprint('started')\n"})
+	assert.Equal(t, "started\n", res.Stdout.Tail)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.True(t, res.PipesHeld, "the child held stdout past the drain grace")
+	assert.Empty(t, testutil.Marked(mark), "the child is ended")
+}
