@@ -424,15 +424,16 @@ func TestShellCallerServiceGuarded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "on\n", run(t, s, "[ -n \"$SUBKIT_TEST_MARK\" ] && echo on").Output)
 	run(t, s, "setsid sleep 1000 & sleep 1001 &")
+	waitMarked(t, mark, 3)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "closing twice is fine")
+	assert.Empty(t, markedNow(mark), "the session's processes are gone")
 
 	h, err := svc.Spawn(ctxT(t, time.Minute), subprocess.Spec{Path: "true"})
 	require.NoError(t, err, "the caller's Service is still open")
 	_, err = h.Wait(ctxT(t, time.Minute))
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
-	_ = mark
 }
 
 // A session on a sandboxed Service is confined like every tree of that Service, and its
@@ -500,8 +501,8 @@ func TestShellBadInput(t *testing.T) {
 		assert.Equal(t, Info{}, s.Info())
 		assert.Equal(t, 0, s.Pid())
 	}
-	//lint:ignore SA1012 a nil context is the bad input under test
-	_, err := Open(nil, Config{}) //nolint:staticcheck
+	var nilCtx context.Context
+	_, err := Open(nilCtx, Config{})
 	assert.ErrorIs(t, err, ErrInvalid)
 	for _, c := range []Config{
 		{MaxOutputBytes: -1}, {MaxOutputBytes: 1 << 40}, {Yield: -time.Second}, {Yield: time.Hour},
@@ -519,8 +520,13 @@ func TestShellBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotFound)
 
 	s := newSession(t)
-	//lint:ignore SA1012 a nil context is the bad input under test
-	_, err = s.Run(nil, "true", 0) //nolint:staticcheck
+	_, err = s.Run(nilCtx, "true", 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.Write(nilCtx, "x", 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.Poll(nilCtx, 0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = s.Interrupt(nilCtx, 0)
 	assert.ErrorIs(t, err, ErrInvalid)
 	for _, c := range []string{"", "  \n", "a\x00b", strings.Repeat("x", MaxCommandBytes+1)} {
 		_, err = s.Run(ctx, c, 0)
