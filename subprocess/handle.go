@@ -248,7 +248,7 @@ func (h *Handle) escalate(sweep bool) error {
 	if err := h.tree.term(sweep); err != nil {
 		errs = append(errs, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.grace)
+	ctx, cancel := context.WithTimeout(h.svc.hurry, h.grace) // Hurry ends the grace
 	gone := h.waitTree(ctx) == nil
 	cancel()
 	if !gone {
@@ -264,7 +264,7 @@ func (h *Handle) escalate(sweep bool) error {
 	if sweep {
 		// Escaped processes may have started others while they were being ended.
 		ctx, cancel := context.WithTimeout(context.Background(), killWait+h.grace)
-		if err := h.tree.finish(ctx, h.grace); err != nil {
+		if err := h.tree.finish(ctx, h.svc.graceLeft(h.grace)); err != nil {
 			errs = append(errs, err)
 		}
 		cancel()

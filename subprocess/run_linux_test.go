@@ -115,3 +115,44 @@ func TestInputReader(t *testing.T) {
 		assert.ErrorIs(t, err, subprocess.ErrInvalid, "%+v", in)
 	}
 }
+
+// Hurry ends the grace of a Terminate in progress, and of those to come.
+func TestHurry(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	spawn := func() *subprocess.Handle {
+		spec := sh(`trap 'echo got-term' TERM; echo ready; while :; do sleep 0.01; done`)
+		spec.Grace = time.Hour
+		h, err := svc.Spawn(context.Background(), spec)
+		require.NoError(t, err)
+		_, err = h.WaitOutput(ctxT(t, 10*time.Second), subprocess.Stdout, 0, 0)
+		require.NoError(t, err)
+		return h
+	}
+	h := spawn()
+	done := make(chan error, 1)
+	go func() { done <- h.Terminate(context.Background()) }()
+	// The Terminate has sent SIGTERM, which the shell survives, and waits out its hour.
+	var out strings.Builder
+	for next := int64(0); !strings.Contains(out.String(), "got-term"); {
+		d, err := h.WaitOutput(ctxT(t, 10*time.Second), subprocess.Stdout, next, 0)
+		require.NoError(t, err)
+		out.Write(d.Data)
+		next = d.Next
+	}
+	svc.Hurry()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Hurry did not end the grace")
+	}
+	res, err := h.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, "SIGKILL", res.Signal)
+	require.NoError(t, h.Close())
+
+	h = spawn()
+	require.NoError(t, h.Terminate(ctxT(t, 30*time.Second)), "a Terminate after Hurry has no grace")
+	require.NoError(t, h.Close())
+	(*subprocess.Service)(nil).Hurry() // a nil Service: nothing, no panic
+}

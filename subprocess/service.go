@@ -87,9 +87,12 @@ type Service struct {
 
 	sandboxPolicy *sandbox.Policy // Config.Sandbox
 	sandboxes     sandboxes
-	maxLive       int
-	log           *slog.Logger
-	backend       backend
+
+	hurry    context.Context // ended by Hurry: the graces of every Terminate and Close end with it
+	hurryNow context.CancelFunc
+	maxLive  int
+	log      *slog.Logger
+	backend  backend
 
 	guardWatch sync.WaitGroup // the goroutine that ends the trees of a guard that died
 	stopWatch  chan struct{}  // closed when Close begins
@@ -153,6 +156,7 @@ func New(cfg Config) (*Service, error) {
 		log: log, backend: be,
 		live: make(map[owned]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
 	}
+	s.hurry, s.hurryNow = context.WithCancel(context.Background())
 	s.sandboxPolicy = cfg.Sandbox
 	s.sandboxes.helper = func() (string, error) { return helperPath(cfg, "Config.Sandbox") }
 	if cfg.Sandbox != nil {
@@ -165,6 +169,24 @@ func New(cfg Config) (*Service, error) {
 		s.guardWatch.Go(s.watchGuard)
 	}
 	return s, nil
+}
+
+// Hurry cuts short the grace of every Terminate and Close of the Service's trees, in progress
+// or to come: what SIGTERM has not ended gets SIGKILL at once. A CLI calls it on a second
+// Ctrl-C. It cannot be undone.
+func (s *Service) Hurry() {
+	if s.valid("hurry") != nil {
+		return
+	}
+	s.hurryNow()
+}
+
+// graceLeft is grace, or 0 once Hurry was called.
+func (s *Service) graceLeft(grace time.Duration) time.Duration {
+	if s.hurry.Err() != nil {
+		return 0
+	}
+	return grace
 }
 
 // watchGuard ends the trees of a guard that died: their leaders are no longer held, and

@@ -377,7 +377,7 @@ func (t *Terminal) escalate() error {
 		posix.SignalAll(ctx, shell, unix.SIGTERM)
 		posix.SignalAll(ctx, shell, unix.SIGCONT)
 	}
-	gctx, cancel := context.WithTimeout(ctx, t.grace)
+	gctx, cancel := context.WithTimeout(t.svc.hurry, t.grace) // Hurry ends the grace
 	t.waitGone(gctx, &recorded)
 	cancel()
 	posix.SignalAll(ctx, recorded, unix.SIGKILL)
