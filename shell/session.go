@@ -215,7 +215,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	s.sc = newScanner(s.nonce, s.emit, s.marker)
 	env := append(modelEnv(), c.Env...)
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
-		Path: bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"},
+		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
 		Dir: c.Dir, Env: env, Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes, Grace: c.Grace,
 	})
 	if err != nil {

@@ -62,6 +62,7 @@ deactivate () { PATH="$_OLD_PATH"; export PATH; unset VIRTUAL_ENV; unset -f deac
 	run(t, s, "deactivate")
 	assert.Equal(t, "none\n", run(t, s, `declare -F deactivate || echo none`).Output)
 
+	assert.Equal(t, "bash\n", run(t, s, "echo $0").Output)
 	st = run(t, s, "false")
 	assert.Equal(t, 1, st.ExitCode)
 	assert.Equal(t, "", st.Output)
