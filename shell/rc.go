@@ -21,7 +21,8 @@ import (
 // command; %q output has no raw control character, so the marker cannot be cut by the cwd.
 // PS1, PS2 and PS0 are kept empty: the output shows no prompt text.
 //
-// Commands. Each Run writes the command to a file of the session's private directory and
+// Commands. Each Run writes the command to the session's command file (one private file,
+// rewritten in place while no command runs) and
 // types `^U { __sk_N_b SEQ; } 2>/dev/null; builtin source FILE; { __sk_N_a; } 2>/dev/null`:
 // ^U clears any half-typed input, __sk_N_b records the command's number for its marker (so a
 // late marker of an earlier line can never end a later command) and keeps $?,
