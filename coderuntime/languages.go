@@ -195,7 +195,9 @@ const nodePrelude = `(function subkitPrelude() {
     return '';
   };
   process.on('uncaughtException', function subkitUncaught(err) {
-    if (process.listenerCount('uncaughtException') > 1) return; // the code handles its own
+    // The code handles its own when it listens too (node's domain module adds a listener that
+    // handles nothing).
+    if (process.listeners('uncaughtException').some((l) => l !== subkitUncaught && l.name !== 'domainUncaughtExceptionClear')) return;
     let printed;
     try {
       let name, value, traceback;

@@ -395,6 +395,11 @@ func TestNodeStackRelative(t *testing.T) {
 	require.NotNil(t, res.Error)
 	assert.Equal(t, "SyntaxError", res.Error.Name)
 
+	res = run(t, rt, mark, coderuntime.Request{Language: coderuntime.Node, Code: "require('domain');\nthrow new Error('with domain loaded');\n"})
+	assert.Equal(t, 1, res.ExitCode, "node's domain module listens for uncaught exceptions but handles none")
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "with domain loaded", res.Error.Value)
+
 	res = run(t, rt, mark, coderuntime.Request{Language: coderuntime.Node, Code: "Promise.reject(42);\n"})
 	assert.Equal(t, 1, res.ExitCode)
 	assert.Contains(t, res.Stderr.Tail, `The promise rejected with the reason "42".`, "node's own wording")

@@ -79,13 +79,17 @@
     e.code = 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
     return e;
   }
-  process.on('uncaughtException', (err) => {
-    if (process.listenerCount('uncaughtException') > 1) return; // the code handles its own
+  // The code handles its own when it listens too (node's domain module adds a listener that
+  // handles nothing).
+  const codeListens = (event, ours) =>
+    process.listeners(event).some((l) => l !== ours && l.name !== 'domainUncaughtExceptionClear');
+  process.on('uncaughtException', function onUncaught(err) {
+    if (codeListens('uncaughtException', onUncaught)) return;
     if (cell) cell.errors.push(err);
     else fs.writeSync(2, 'Uncaught ' + relative(describe(err)) + '\n');
   });
-  process.on('unhandledRejection', (reason, promise) => {
-    if (process.listenerCount('unhandledRejection') > 1) return;
+  process.on('unhandledRejection', function onRejection(reason, promise) {
+    if (codeListens('unhandledRejection', onRejection)) return;
     if (cell) {
       cell.errors.push(reason);
       cell.rejected.add(promise);
@@ -199,8 +203,8 @@
     }
     return data;
   }
-  function publish(data, main) {
-    const id = cell ? cell.id : null;
+  function publish(data, main, cellID) {
+    const id = cellID || (cell ? cell.id : null);
     if (!send({ type: 'result', cell: id, main: !!main, mime: data })) {
       send({ type: 'result', cell: id, main: !!main, mime: { 'text/plain': '(a result too large to send)' } });
     }
@@ -325,17 +329,17 @@
     }
     // Let the cell's unhandled rejections and callbacks' exceptions be seen as the cell's.
     await new Promise((resolve) => setImmediate(resolve));
+    cell = null; // from here on, exceptions of callbacks are reported on stderr
     if (error === null && c.errors.length > 0) error = c.errors[0];
     if (error === null && value !== undefined && !c.rejected.has(value)) {
       globalThis._ = value;
       try {
-        publish(bundle(value), true);
+        publish(bundle(value), true, c.id);
       } catch (e) {
         error = e;
       }
     }
     const marks = [await writeMarker(stdout, msg.nonce), await writeMarker(stderr, msg.nonce)];
     send({ type: 'done', cell: msg.id, error: error === null ? null : codeError(error), marks });
-    cell = null;
   }
 })();
