@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/subkit/subkit/coderuntime"
 	"github.com/subkit/subkit/subprocess"
@@ -13,6 +17,8 @@ import (
 
 const codeUsage = `usage: subkit code --lang python3|node|bash [--timeout DUR] [--grace DUR] [--tail-bytes N]
                    [--stdin-file F] [--interpreter PROGRAM] [--json] (CODE | -)
+       subkit code --lang python3|node --cells FILE [--keep-going] [--timeout DUR] [--grace DUR]
+                   [--tail-bytes N] [--interpreter PROGRAM] [--json]
 
 Runs CODE (or the code read from stdin, for -) in a fresh private directory with the language's
 interpreter, stdin from the null device (or --stdin-file), a credential-scrubbed environment
@@ -20,12 +26,26 @@ and bounded output. On timeout or Ctrl-C the whole tree gets SIGTERM, then SIGKI
 grace; whatever the code leaves running is ended too.
 
 With --json it prints one JSON object and exits 0 once the code has run:
-  {"language","exit_code"(null when signalled),"signal","timed_out","cancelled","duration_ms",
-   "stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
+  {"language","exit_code"(null when signalled),"signal","timed_out","cancelled","pipes_held",
+   "duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
    "error":{"name","value","traceback"} (only when the code raised or did not compile)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr, where the interpreter's
 own traceback is), notes a truncation on stderr, and exits with the code's status: 128+N when
 killed by signal N, 124 on timeout, 130 when interrupted.
+
+With --cells, FILE's cells (split at lines that start with "# %%", or "// %%" for node; cells
+marked "# %% [markdown]" and empty ones are skipped; - reads stdin) run one after the other in
+one session: one interpreter whose state (variables, imports, the working directory) the cells
+share, as in a notebook. A cell that raises stops the run unless --keep-going; --timeout bounds
+each cell (it is then interrupted; an interpreter deaf to the interrupt for the grace is
+restarted). With --json it prints, and exits 0 once the cells ran:
+  {"language","executions":[{"execution_count","stdout":{...},"stderr":{...},
+   "results":[{"mime":{"text/plain",...},"main"}],"error":{"name","value","traceback"}|null,
+   "timed_out","cancelled","interrupted","restarted","duration_ms"}]}
+Without it, it prints each cell's stdout and results (text/plain; other MIME types named) to
+stdout, its stderr and error to stderr, and exits 0, 1 when a cell raised, 124 when one timed
+out, 130 when interrupted.
+
 If the code cannot run: exit 127 (interpreter not found or not executable), 2 (bad flags),
 with {"error":{"kind":"unavailable"|"invalid","message"}} under --json.
 
@@ -41,6 +61,7 @@ type codeOutput struct {
 	Signal     string                 `json:"signal"`
 	TimedOut   bool                   `json:"timed_out"`
 	Cancelled  bool                   `json:"cancelled"`
+	PipesHeld  bool                   `json:"pipes_held"`
 	DurationMs int64                  `json:"duration_ms"`
 	Stdout     streamOutput           `json:"stdout"`
 	Stderr     streamOutput           `json:"stderr"`
@@ -57,6 +78,8 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		stdinFile   = fs.String("stdin-file", "", "file whose bytes become the code's stdin, or - for this process's stdin")
 		interpreter = fs.String("interpreter", "", "program that runs the code (default: the language's, from PATH)")
 		asJSON      = fs.Bool("json", false, "print one JSON object")
+		cells       = fs.String("cells", "", "run FILE's cells (split at \"# %%\" lines; - for stdin) in one session")
+		keepGoing   = fs.Bool("keep-going", false, "with --cells: run the cells after one that raised")
 	)
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "code", kind, code, err)
@@ -69,7 +92,13 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	switch {
 	case *lang == "":
 		return fail("invalid", exitUsage, errors.New("--lang is required: python3, node or bash"))
-	case fs.NArg() != 1:
+	case *cells != "" && fs.NArg() != 0:
+		return fail("invalid", exitUsage, errors.New("give the code either as --cells FILE or as one argument, not both"))
+	case *cells != "" && *stdinFile != "":
+		return fail("invalid", exitUsage, errors.New("--stdin-file does not go with --cells: a session's stdin is the null device"))
+	case *cells == "" && *keepGoing:
+		return fail("invalid", exitUsage, errors.New("--keep-going goes with --cells"))
+	case *cells == "" && fs.NArg() != 1:
 		return fail("invalid", exitUsage, errors.New("give the code as one argument, or - to read it from stdin"))
 	case *timeout <= 0 || *grace <= 0:
 		return fail("invalid", exitUsage, errors.New("--timeout and --grace must be positive"))
@@ -77,6 +106,12 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail("invalid", exitUsage, fmt.Errorf("--tail-bytes %d must be positive", *tailBytes))
 	case fs.Arg(0) == "-" && *stdinFile == "-":
 		return fail("invalid", exitUsage, errors.New("stdin cannot be both the code (-) and its input (--stdin-file -)"))
+	}
+	if *cells != "" {
+		return runCells(ctx, cellsRun{
+			lang: coderuntime.Language(*lang), file: *cells, keepGoing: *keepGoing, asJSON: *asJSON,
+			timeout: *timeout, grace: *grace, tailBytes: *tailBytes, interpreter: *interpreter,
+		}, stdin, stdout, stderr)
 	}
 	req := coderuntime.Request{
 		Language: coderuntime.Language(*lang), Code: fs.Arg(0),
@@ -118,7 +153,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *asJSON {
 		out := codeOutput{
 			Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut,
-			Cancelled: res.Cancelled, DurationMs: res.Duration.Milliseconds(),
+			Cancelled: res.Cancelled, PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
 			Stdout: streamJSON(streamResult(res.Stdout)), Stderr: streamJSON(streamResult(res.Stderr)),
 			Error: res.Error,
 		}
@@ -149,4 +184,188 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // already cut at a character boundary, which streamJSON keeps).
 func streamResult(o coderuntime.Output) subprocess.StreamResult {
 	return subprocess.StreamResult{Tail: []byte(o.Tail), TotalBytes: o.TotalBytes, Truncated: o.Truncated, SpillPath: o.SpillPath}
+}
+
+// cellsRun is what `subkit code --cells` was asked to do.
+type cellsRun struct {
+	lang              coderuntime.Language
+	file              string
+	keepGoing, asJSON bool
+	timeout, grace    time.Duration
+	tailBytes         int
+	interpreter       string
+}
+
+type cellsOutput struct {
+	Language   string            `json:"language"`
+	Executions []executionOutput `json:"executions"`
+}
+
+type executionOutput struct {
+	ExecutionCount int                      `json:"execution_count"`
+	Stdout         streamOutput             `json:"stdout"`
+	Stderr         streamOutput             `json:"stderr"`
+	Results        []coderuntime.CellResult `json:"results"`
+	Error          *coderuntime.CodeError   `json:"error"`
+	TimedOut       bool                     `json:"timed_out"`
+	Cancelled      bool                     `json:"cancelled"`
+	Interrupted    bool                     `json:"interrupted"`
+	Restarted      bool                     `json:"restarted"`
+	DurationMs     int64                    `json:"duration_ms"`
+}
+
+// runCells runs the cells of c.file in one session.
+func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr io.Writer) int {
+	fail := func(kind string, code int, err error) int {
+		return reportError(stdout, stderr, c.asJSON, "code", kind, code, err)
+	}
+	var src []byte
+	var err error
+	if c.file == "-" {
+		src, err = io.ReadAll(stdin)
+	} else {
+		src, err = os.ReadFile(c.file)
+	}
+	if err != nil {
+		return fail("invalid", exitUsage, fmt.Errorf("read the cells: %w", err))
+	}
+	list := splitCells(string(src))
+	rt, err := coderuntime.New(coderuntime.Config{ServiceConfig: serviceConfig()})
+	if err != nil {
+		return fail("internal", exitFailure, err)
+	}
+	defer rt.Close()
+	s, err := rt.NewSession(ctx, coderuntime.SessionConfig{
+		Language: c.lang, Interpreter: c.interpreter, Timeout: c.timeout, Grace: c.grace,
+		StdoutBytes: c.tailBytes, StderrBytes: c.tailBytes,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, coderuntime.ErrRuntimeUnavailable):
+			return fail("unavailable", exitNotFound, err)
+		case errors.Is(err, coderuntime.ErrInvalid), errors.Is(err, coderuntime.ErrUnsupportedLanguage):
+			return fail("invalid", exitUsage, err)
+		case errors.Is(err, context.Canceled):
+			return fail("interrupted", exitInterrupted, err)
+		}
+		return fail("internal", exitFailure, err)
+	}
+	defer s.Close()
+	out := cellsOutput{Language: string(c.lang), Executions: []executionOutput{}}
+	status := 0
+	for _, code := range list {
+		ex, err := s.Run(ctx, coderuntime.Cell{Code: code}, coderuntime.Callbacks{})
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				status = exitInterrupted
+				break
+			}
+			return fail("internal", exitFailure, err)
+		}
+		out.Executions = append(out.Executions, executionJSON(ex))
+		if !c.asJSON {
+			printExecution(stdout, stderr, ex)
+		}
+		switch {
+		case ex.Cancelled:
+			status = exitInterrupted
+		case ex.TimedOut:
+			status = max(status, exitTimeout)
+		case ex.Error != nil || ex.Restarted:
+			status = max(status, exitFailure)
+		}
+		if ex.Cancelled || (ex.Error != nil || ex.TimedOut || ex.Restarted) && !c.keepGoing {
+			break
+		}
+	}
+	if c.asJSON {
+		writeJSON(stdout, out)
+		return 0
+	}
+	if status == exitInterrupted {
+		fmt.Fprintln(stderr, "[subkit: interrupted; the cell was interrupted and the session ended]")
+	}
+	return status
+}
+
+// splitCells splits src at the lines that start a cell: "# %%" (jupytext's percent format) or
+// "// %%". Markdown cells ("# %% [markdown]") and cells of only blanks are left out.
+func splitCells(src string) []string {
+	var cells []string
+	var cur strings.Builder
+	markdown := false
+	flush := func() {
+		if !markdown && strings.TrimSpace(cur.String()) != "" {
+			cells = append(cells, cur.String())
+		}
+		cur.Reset()
+	}
+	for _, line := range strings.SplitAfter(src, "\n") {
+		head := strings.TrimLeft(line, " \t")
+		if rest, ok := strings.CutPrefix(head, "# %%"); ok || strings.HasPrefix(head, "// %%") {
+			if !ok {
+				rest = strings.TrimPrefix(head, "// %%")
+			}
+			flush()
+			markdown = strings.Contains(rest, "[markdown]") || strings.Contains(rest, "[md]")
+			continue
+		}
+		cur.WriteString(line)
+	}
+	flush()
+	return cells
+}
+
+func executionJSON(ex coderuntime.Execution) executionOutput {
+	results := ex.Results
+	if results == nil {
+		results = []coderuntime.CellResult{}
+	}
+	return executionOutput{
+		ExecutionCount: ex.ExecutionCount,
+		Stdout:         streamJSON(streamResult(ex.Stdout)), Stderr: streamJSON(streamResult(ex.Stderr)),
+		Results: results, Error: ex.Error, TimedOut: ex.TimedOut, Cancelled: ex.Cancelled,
+		Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds(),
+	}
+}
+
+// printExecution prints a cell as text: its output, its results' text/plain (and the other
+// MIME types by name), its error's traceback, and what happened to it.
+func printExecution(stdout, stderr io.Writer, ex coderuntime.Execution) {
+	io.WriteString(stdout, ex.Stdout.Tail)
+	io.WriteString(stderr, ex.Stderr.Tail)
+	noteTruncated(stderr, "stdout", ex.Stdout.Truncated, len(ex.Stdout.Tail), ex.Stdout.TotalBytes, "")
+	noteTruncated(stderr, "stderr", ex.Stderr.Truncated, len(ex.Stderr.Tail), ex.Stderr.TotalBytes, "")
+	for _, r := range ex.Results {
+		text := r.MIME["text/plain"]
+		if r.Main {
+			text = fmt.Sprintf("Out[%d]: %s", ex.ExecutionCount, text)
+		}
+		var others []string
+		for mime := range r.MIME {
+			if mime != "text/plain" {
+				others = append(others, mime)
+			}
+		}
+		if len(others) > 0 && !strings.HasPrefix(text, "<display data:") {
+			slices.Sort(others)
+			text += " [also " + strings.Join(others, ", ") + "]"
+		}
+		fmt.Fprintln(stdout, text)
+	}
+	if ex.Error != nil {
+		tb := ex.Error.Traceback
+		if tb == "" {
+			tb = ex.Error.String()
+		}
+		io.WriteString(stderr, strings.TrimSuffix(tb, "\n")+"\n")
+	}
+	switch {
+	case ex.Restarted && ex.Interrupted:
+		fmt.Fprintf(stderr, "[subkit: cell %d did not answer its interrupt; the interpreter was restarted and its state is gone]\n", ex.ExecutionCount)
+	case ex.Restarted:
+		fmt.Fprintf(stderr, "[subkit: the interpreter ended during cell %d and was restarted; its state is gone]\n", ex.ExecutionCount)
+	case ex.TimedOut:
+		fmt.Fprintf(stderr, "[subkit: cell %d timed out and was interrupted]\n", ex.ExecutionCount)
+	}
 }

@@ -76,6 +76,15 @@ func TestCodeJSONExitAndNoError(t *testing.T) {
 	assert.Contains(t, out, `"spill_path":""`, "streams as in subkit exec")
 }
 
+func TestCodePipesHeld(t *testing.T) {
+	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "sleep 1000 & echo up")
+	require.Equal(t, 0, code)
+	o := decode[codeOutput](t, out)
+	assert.True(t, o.PipesHeld, "a child kept stdout open past the drain grace")
+	assert.Equal(t, "up\n", o.Stdout.Tail)
+	assert.Contains(t, out, `"pipes_held":true`)
+}
+
 func TestCodeTimeout(t *testing.T) {
 	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--timeout", "300ms", "--grace", "200ms",
 		"sleep 1000 & echo up; wait")
@@ -186,4 +195,99 @@ func TestCodeHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "--lang")
 	assert.Contains(t, out, `"error":{"name","value","traceback"}`)
+}
+
+// cellsFile writes cells to a file in a temp dir and returns its path.
+func cellsFile(t *testing.T, cells string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "cells.py")
+	require.NoError(t, os.WriteFile(f, []byte(cells), 0o600))
+	return f
+}
+
+func TestCodeCellsJSON(t *testing.T) {
+	needProgram(t, "python3")
+	f := cellsFile(t, "# %%\nx = 41\nprint('set')\n# %% [markdown]\n# notes, not run\n# %%\nx + 1\n# %%\n\n# %% the last\n1/0\n")
+	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--cells", f, "--json")
+	require.Equal(t, 0, code, out)
+	o := decode[cellsOutput](t, out)
+	assert.Equal(t, "python3", o.Language)
+	require.Len(t, o.Executions, 3, "the markdown and the empty cell are skipped")
+	first, second, third := o.Executions[0], o.Executions[1], o.Executions[2]
+	assert.Equal(t, 1, first.ExecutionCount)
+	assert.Equal(t, "set\n", first.Stdout.Tail)
+	assert.Empty(t, first.Results)
+	assert.Nil(t, first.Error)
+	assert.Equal(t, 2, second.ExecutionCount)
+	require.Len(t, second.Results, 1)
+	assert.True(t, second.Results[0].Main)
+	assert.Equal(t, "42", second.Results[0].MIME["text/plain"], "the state is shared by the cells")
+	require.NotNil(t, third.Error)
+	assert.Equal(t, "ZeroDivisionError", third.Error.Name)
+	assert.Contains(t, third.Error.Traceback, "<cell-3>")
+	assert.Contains(t, out, `"results":[{"mime":{"text/plain":"42"},"main":true}]`)
+	assert.Contains(t, out, `"results":[],"error":null`, "results is a list and error null when none")
+}
+
+func TestCodeCellsStopAtErrorOrKeepGoing(t *testing.T) {
+	needProgram(t, "python3")
+	f := cellsFile(t, "# %%\nraise ValueError('first')\n# %%\nprint('second')\n")
+	code, out, errOut := codeRun(t, "", "code", "--lang", "python3", "--cells", f)
+	assert.Equal(t, exitFailure, code)
+	assert.Empty(t, out, "the cell after the error did not run")
+	assert.Contains(t, errOut, "ValueError: first")
+
+	code, out, _ = codeRun(t, "", "code", "--lang", "python3", "--cells", f, "--keep-going")
+	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, "second\n", out)
+}
+
+func TestCodeCellsText(t *testing.T) {
+	needProgram(t, "node")
+	code, out, errOut := codeRun(t, "// %%\nlet a = 1;\nconsole.log('a set');\n// %%\ndisplay.html('<b>b</b>');\na + 1\n",
+		"code", "--lang", "node", "--cells", "-")
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "a set\n<display data: text/html>\nOut[2]: 2\n", out)
+}
+
+func TestCodeCellsTimeoutInterrupts(t *testing.T) {
+	needProgram(t, "python3")
+	f := cellsFile(t, "# %%\nx = 5\n# %%\nwhile True:\n    pass\n# %%\nx\n")
+	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--cells", f, "--timeout", "1s", "--grace", "30s", "--keep-going", "--json")
+	require.Equal(t, 0, code)
+	o := decode[cellsOutput](t, out)
+	require.Len(t, o.Executions, 3)
+	assert.True(t, o.Executions[1].TimedOut)
+	assert.True(t, o.Executions[1].Interrupted)
+	assert.False(t, o.Executions[1].Restarted)
+	require.Len(t, o.Executions[2].Results, 1)
+	assert.Equal(t, "5", o.Executions[2].Results[0].MIME["text/plain"], "the state survived the interrupt")
+}
+
+func TestCodeCellsErrors(t *testing.T) {
+	f := cellsFile(t, "# %%\n1\n")
+	cases := []struct {
+		args []string
+		kind string
+		code int
+	}{
+		{[]string{"--lang", "bash", "--cells", f}, "invalid", exitUsage},
+		{[]string{"--lang", "python3", "--cells", f, "extra"}, "invalid", exitUsage},
+		{[]string{"--lang", "python3", "--cells", f, "--stdin-file", f}, "invalid", exitUsage},
+		{[]string{"--lang", "python3", "--keep-going", "1"}, "invalid", exitUsage},
+		{[]string{"--lang", "python3", "--cells", "/no/such/file"}, "invalid", exitUsage},
+		{[]string{"--lang", "python3", "--cells", f, "--interpreter", "subkit-no-such-python"}, "unavailable", exitNotFound},
+	}
+	for _, c := range cases {
+		code, out, _ := codeRun(t, "", append([]string{"code", "--json"}, c.args...)...)
+		assert.Equal(t, c.code, code, "%v", c.args)
+		o := decode[errorOutput](t, out)
+		assert.Equal(t, c.kind, o.Error.Kind, "%v", c.args)
+	}
+}
+
+func TestSplitCells(t *testing.T) {
+	assert.Equal(t, []string{"a = 1\n"}, splitCells("a = 1\n"), "a file without markers is one cell")
+	assert.Equal(t, []string{"a\n", "b\n", "c"}, splitCells("# %%\na\n  # %% indented\nb\n// %%\nc"))
+	assert.Empty(t, splitCells("# %% [md]\ntext\n# %%\n\n"))
 }
