@@ -299,6 +299,15 @@ var rows = []row{
 		Check:    timeRatio(0),
 		Note:     "the helper's exec and its self-restriction (Landlock rules, seccomp filter, limits) before the program's exec",
 	},
+	{
+		Title: "code session cell `1 + 1` (python3 `Session.Run` in a warm session: sent over the control socket, " +
+			"its main result and end markers read back)",
+		Baseline: "a one-shot `Runtime.Run` of `print(1 + 1)`: a fresh interpreter and private directory per run",
+		Target:   reportOnly,
+		Bench:    "BenchmarkCodeCell",
+		Check:    speedup(0),
+		Note:     "session opened untimed; python3 is the interpreter itself, not a version manager's shim",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
