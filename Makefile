@@ -13,8 +13,14 @@ FUZZTIME ?= 3s
 
 test: deps fmt-check vet generate-check unit fuzz test-windows
 
+# Debian's python3-matplotlib, for the coderuntime test of a real plot, installed with apt-get
+# (after one apt-get update) only when it is missing; a failed install leaves that test skipped.
 deps: tools
 	$(GO) mod download
+	@if command -v apt-get >/dev/null 2>&1 && ! dpkg -s python3-matplotlib >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib; } || \
+			echo "make deps: python3-matplotlib not installed; TestSessionMatplotlibFigure will skip"; \
+	fi
 
 # The language servers of the lsp tests, pinned, each skipped when present: gopls v0.23.0
 # (the separate module tools/gopls, so that subkit's own go.mod stays clean) built into
