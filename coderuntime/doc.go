@@ -1,14 +1,18 @@
-// Package coderuntime runs model-written code (python3, node, bash) and reports what it did.
+// Package coderuntime runs model-written code (python3, node, bash) and reports what it did:
+// one-shot runs, and code sessions whose state lives from one cell to the next.
 //
 // A Runtime takes a Request (language, code, optional stdin, timeout, environment, output
 // budgets) and returns a Result: the exit code or the signal that ended the interpreter,
-// whether the run timed out or was cancelled, its duration, the tail of stdout and stderr
-// (kept apart, with totals, a truncation flag and an optional spill file), and, when the code
-// raised an uncaught exception or had a syntax error, a structured CodeError
-// {Name, Value, Traceback}. A code error is a Result, never a Go error: Go errors are for the
-// runtime itself (ErrInvalid, ErrUnsupportedLanguage, ErrRuntimeUnavailable, ErrClosed).
+// whether the run timed out or was cancelled, whether processes it started held its output
+// past the drain grace, its duration, the tail of stdout and stderr (kept apart, with totals,
+// a truncation flag and an optional spill file), and, when the code raised an uncaught
+// exception or had a syntax error, a structured CodeError {Name, Value, Traceback}. A code
+// error is a Result, never a Go error: Go errors are for the runtime itself (ErrInvalid,
+// ErrUnsupportedLanguage, ErrRuntimeUnavailable, ErrClosed, ErrUnsupported).
 //
-// SubprocessRuntime is the local implementation, built on subprocess.Service. Each run:
+// SubprocessRuntime is the local implementation, built on a subprocess.Service: its own, or
+// one the caller owns and shares with other adapters (Config.Service), which the runtime then
+// never closes. Each run:
 //
 //   - resolves its interpreter with Service.ResolveExecutable (overridable per language in
 //     Config.Interpreters or per run in Request.Interpreter); a missing one is an
@@ -22,8 +26,45 @@
 //     whatever the code prints);
 //   - ends on exit, on timeout or on ctx's end; a timeout or cancellation terminates the
 //     whole tree (SIGTERM, then SIGKILL after the grace), and after any ending whatever the
-//     code left running is ended too, including processes that escaped with setsid and hold
-//     the output pipes, which cannot hold the result for longer than the grace.
+//     code left running is ended too, including processes that escaped with setsid. Processes
+//     that hold the output pipes hold the result for the drain grace only
+//     (DefaultDrainGrace, 250 ms): the Result then says PipesHeld.
+//
+// # Sessions
+//
+// SubprocessRuntime.NewSession opens a Session (python3 or node; bash sessions are shell
+// sessions, in package shell): one long-lived interpreter running a small driver, written in
+// the language's standard library only, embedded in this package and written to the session's
+// private directory under the runtime root. Session.Run(ctx, Cell, Callbacks) runs one cell in
+// the interpreter's state (variables, imports, functions, the working directory) and returns an
+// Execution, as Jupyter's execute request does, without a Jupyter server:
+//
+//   - Results are MIME bundles (text/plain always): the value of a trailing expression is the
+//     main result; display(obj) (or display(bundle, raw=True) in python3, display(bundle,
+//     {raw: true}) and display.html(...), .png(...) in node) gives more. python3 honours the
+//     IPython display protocol (_repr_html_, _repr_png_, ..., _repr_mimebundle_), IPython's
+//     own display() when the code imports IPython, and matplotlib: the driver's backend
+//     (MPLBACKEND, unless the environment names another) returns every figure as image/png
+//     at plt.show() and at the end of the cell. Nothing of it is imported unless the code does.
+//   - Error is the exception that ended the cell, with a traceback naming the cell
+//     (<cell-N>, as counted by ExecutionCount) and the code's own frames only, private
+//     paths relative. Top-level await works in both languages; in node, what an awaiting
+//     cell declares outlives it (node's own REPL rewrite, with --expose-internals).
+//   - Stdout and Stderr stay the code's own file descriptors, collected by the Service with a
+//     bounded tail; after each cell the driver writes an end marker (a nonce the code does not
+//     know) to both, which the session cuts out, so each Execution holds its own cell's output.
+//     Callbacks get the output, the results and the error as they come.
+//   - Control messages (length-prefixed JSON) travel on a private Unix socket in the session's
+//     directory, apart from the output: a cell that floods its output never blocks them, and
+//     memory stays bounded whatever it prints.
+//   - A cell that outlives its timeout or ctx is interrupted: SIGINT to the interpreter's
+//     process group (KeyboardInterrupt in python3; node's interrupted-script error), then a
+//     probe. When the probe gets no answer within the grace (native code deaf to SIGINT), the
+//     interpreter and every process the cell started are ended, and the next cell runs in a
+//     fresh interpreter: the Execution says Restarted. Restart does the same on request.
+//
+// Sessions need Unix domain sockets (Linux, macOS); on Windows NewSession fails with
+// ErrUnsupported. Run one at a time per session: concurrent Runs take turns.
 //
 // # Structured errors
 //
@@ -42,17 +83,18 @@
 //     what it printed (Python block-buffers a pipe). PYTHONUTF8=1 and PYTHONIOENCODING=utf-8
 //     make the streams UTF-8 whatever the host locale.
 //   - node runs `node --require prelude.js main.js`: the code is node's ordinary main module
-//     (require, __filename, process.argv as usual). The prelude only adds an
-//     'uncaughtExceptionMonitor' listener, which node calls for every exception about to end
-//     the process, syntax errors of the main module and unhandled rejections included, and
-//     which changes nothing about how node reports and exits. An exception the code handles
-//     with its own 'uncaughtException' listener is not reported. node's internal frames are
-//     cut from the stack.
+//     (require, __filename, process.argv as usual). The prelude adds an 'uncaughtException'
+//     listener, which node calls for every exception about to end the process, syntax errors
+//     of the main module and unhandled rejections included: it writes the error file, prints
+//     the error as node does (the source line and its caret, the stack, the node version) and
+//     exits 1, as node does. An exception the code handles with its own 'uncaughtException'
+//     listener is left to it and not reported. node's internal frames are cut from the stack
+//     of the error file.
 //   - bash runs `bash main.sh` and has no structured error.
 //
 // File paths in the Value and Traceback are made relative to the run's work directory
-// (main.py, main.js). The traceback python3's prelude prints to stderr reads the same; what
-// node prints to stderr is node's own, with absolute paths, passed on unchanged.
+// (main.py, main.js), and so are they in what the preludes print to stderr: the traceback,
+// Python's warnings, node's uncaught errors.
 //
 // # Output
 //
@@ -64,6 +106,6 @@
 //
 // # Testing an implementation
 //
-// Package runtimetest holds the contract suite every Runtime must pass:
-// runtimetest.Run(t, newRuntime).
+// Package runtimetest holds the contract suites every Runtime and every session implementation
+// must pass: runtimetest.Run(t, newRuntime) and runtimetest.RunSessions(t, newRuntime).
 package coderuntime

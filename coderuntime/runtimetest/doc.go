@@ -39,6 +39,24 @@
 // working directory of a run it could observe. Timing bounds are the Request's timeout and
 // grace plus Slack, plus the time an "ok" run takes for cases that cannot exclude startup.
 //
+// RunSessions is the contract of sessions, for implementations of coderuntime.SessionRuntime:
+//
+//	func TestSessionContract(t *testing.T) {
+//		runtimetest.RunSessions(t, func(t *testing.T) coderuntime.SessionRuntime { ... })
+//	}
+//
+// It runs for python3 and node as far as SessionLanguages lists them (at least one must be;
+// bash must not be), each case in a fresh runtime and session: state and execution counts
+// across cells, the trailing expression as the main result, display(), errors with a traceback
+// naming the cell and no private path, each cell's own output, callbacks that see the first line
+// while the cell still runs (the cell waits for a file the callback creates), an interrupted busy
+// loop that keeps the state, cancellation, a cell blocked in native code deaf to SIGINT that
+// restarts the interpreter and ends the process it started, 100 MB of output with the heap
+// bounded (sampled), Restart, the working directory across cells, an interpreter that exits,
+// top-level await, node's unhandled rejection, the scrubbed environment, concurrent Runs that
+// take turns, Close during a cell, and bad input. Sessions must accept SessionConfig.Env (the
+// suite marks processes through it) and the Grace and budgets it sets.
+//
 // The suite sets environment variables, so neither it nor its parents may call t.Parallel;
 // it runs its cases one after the other (the concurrency case runs 8 runs at once inside one
 // subtest). It takes about 30 s for the three languages of the subprocess runtime.
