@@ -121,7 +121,11 @@ func (s *procSession) startKernel(ctx context.Context) (*kernel, error) {
 		return nil, s.fail("start", fmt.Errorf("control socket: %w", err))
 	}
 	defer release()
-	defer ln.Close() // removes the socket file
+	defer func() {
+		if err := ln.Close(); err != nil { // removes the socket file
+			s.rt.log.Warn("coderuntime: closing a session's control socket listener", "language", s.lang, "err", err)
+		}
+	}()
 
 	token := randomHex(16)
 	env := append(append(append([]string(nil), s.info.env...), s.env...), s.extraEnv...)
@@ -140,7 +144,7 @@ func (s *procSession) startKernel(ctx context.Context) (*kernel, error) {
 	if err == nil {
 		err = checkHello(ctx, conn, token)
 		if err != nil {
-			conn.Close()
+			err = errors.Join(err, conn.Close())
 		}
 	}
 	if err != nil {
@@ -227,7 +231,9 @@ func acceptControl(ctx context.Context, ln *net.UnixListener, h *subprocess.Hand
 // checkHello reads the driver's first message and checks its token.
 func checkHello(ctx context.Context, conn net.Conn, token string) error {
 	if d, ok := ctx.Deadline(); ok {
-		conn.SetReadDeadline(d)
+		if err := conn.SetReadDeadline(d); err != nil {
+			return err
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -496,7 +502,9 @@ func (k *kernel) stop() error {
 		if err := k.h.Terminate(bound); err != nil {
 			errs = append(errs, err)
 		}
-		k.conn.Close() // the driver is gone: nothing writes to the socket any more
+		if err := k.conn.Close(); err != nil { // the driver is gone: nothing writes to the socket any more
+			errs = append(errs, err)
+		}
 		res, err := k.h.Wait(bound)
 		if err != nil {
 			errs = append(errs, err)

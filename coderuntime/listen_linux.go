@@ -1,6 +1,7 @@
 package coderuntime
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,10 +23,9 @@ func listenControl(dir, name string) (*net.UnixListener, func(), error) {
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name), Net: "unix"})
 	if err != nil {
-		d.Close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, d.Close())
 	}
-	return ln, func() { d.Close() }, nil
+	return ln, func() { d.Close() }, nil // a directory opened for reading: its close reports nothing
 }
 
 // maxSocketPath is the longest socket path Linux takes (sun_path is 108 bytes with its NUL).

@@ -252,24 +252,37 @@ func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (
 	if !r.addSession(s) {
 		return nil, &Error{Op: "new session", Language: cfg.Language, Err: ErrClosed}
 	}
-	if err := s.prepare(cfg.Dir); err != nil {
-		s.Close()
+	s.turn <- struct{}{} // the start holds the session: a Close (the runtime's) waits for it
+	_, err = s.start(ctx, cfg.Dir)
+	<-s.turn
+	if err != nil {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// start prepares the session's directory and starts its first interpreter.
+func (s *procSession) start(ctx context.Context, dir string) (*kernel, error) {
+	if err := s.prepare(dir); err != nil {
 		return nil, err
 	}
 	k, err := s.startKernel(ctx)
 	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	s.mu.Lock()
-	if s.closed { // the runtime was closed meanwhile
-		s.mu.Unlock()
-		k.stop()
-		return nil, &Error{Op: "new session", Language: cfg.Language, Err: ErrClosed}
+	closed := s.closed
+	if !closed {
+		s.k = k
 	}
-	s.k = k
 	s.mu.Unlock()
-	return s, nil
+	if closed { // the runtime was closed meanwhile
+		return nil, errors.Join(&Error{Op: "new session", Language: s.lang, Err: ErrClosed}, k.stop())
+	}
+	return k, nil
 }
 
 // prepare makes the session's directory, its driver file and its work directory.
@@ -446,8 +459,7 @@ func (s *procSession) ensure(ctx context.Context) (*kernel, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		k.stop()
-		return nil, false, &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+		return nil, false, &Error{Op: "run", Language: s.lang, Err: errors.Join(ErrClosed, k.stop())}
 	}
 	s.k = k
 	s.mu.Unlock()

@@ -217,6 +217,9 @@ func TestSessionNodeSpecifics(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "local.js"), []byte("module.exports = 40;\n"), 0o600))
 	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Node, Dir: dir})
 
+	okCell(t, s, "let a = 1\n")
+	assert.Equal(t, "2", mainResult(t, okCell(t, s, "a + 1\n")).MIME["text/plain"], "a let of one cell is seen by the next")
+
 	ex := okCell(t, s, "require('./local') + 2\n")
 	assert.Equal(t, "42", mainResult(t, ex).MIME["text/plain"], "require resolves from the working directory")
 	ex = okCell(t, s, "{a: 1}\n")
@@ -404,4 +407,34 @@ func TestSessionBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, coderuntime.ErrInvalid, "a huge budget")
 	_, err = rt.NewSession(context.Background(), coderuntime.SessionConfig{Language: coderuntime.Python3, Dir: "/no/such/dir"})
 	assert.ErrorIs(t, err, coderuntime.ErrInvalid)
+}
+
+func TestSessionTracebackNamesOnlyTheCell(t *testing.T) {
+	tmp := t.TempDir()
+	rt := newRuntime(t, coderuntime.Config{ServiceConfig: subprocess.Config{TempDir: tmp}})
+	needs(t, rt, coderuntime.Python3)
+	mark := marked(t)
+	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3})
+	ex := cell(t, s, "print('before')\n1 / 0\n", coderuntime.Callbacks{})
+	require.NotNil(t, ex.Error)
+	assert.Equal(t, "ZeroDivisionError", ex.Error.Name)
+	assert.Equal(t, "division by zero", ex.Error.Value)
+	tb := ex.Error.Traceback
+	assert.True(t, strings.HasPrefix(tb, "Traceback (most recent call last):\n  File \"<cell-1>\", line 2, in <module>\n    1 / 0\n"), tb)
+	assert.True(t, strings.HasSuffix(tb, "ZeroDivisionError: division by zero\n"), tb)
+	assert.Equal(t, 1, strings.Count(tb, "File "), "one frame: the cell's")
+	assert.NotContains(t, tb, tmp)
+	assert.Equal(t, "before\n", ex.Stdout.Tail)
+	assert.Empty(t, ex.Stderr.Tail, "the error is the Execution's, not printed")
+
+	// A module of the working directory: its frames name it relative to the working directory.
+	okCell(t, s, "open('helper.py', 'w').write('def boom():\\n    raise KeyError(\"k\")\\n')\nimport importlib, sys\nimportlib.invalidate_caches()\n")
+	ex = cell(t, s, "import helper\nhelper.boom()\n", coderuntime.Callbacks{})
+	require.NotNil(t, ex.Error)
+	assert.Contains(t, ex.Error.Traceback, "File \"helper.py\", line 2, in boom")
+	assert.NotContains(t, ex.Error.Traceback, tmp)
+
+	// So do warnings.
+	ex = okCell(t, s, "import warnings\nwarnings.warn_explicit('careful', UserWarning, helper.__file__, 1)\n")
+	assert.True(t, strings.HasPrefix(ex.Stderr.Tail, "helper.py:1: UserWarning: careful\n"), ex.Stderr.Tail)
 }
