@@ -32,6 +32,7 @@ commands:
   shell  run a script's lines as the commands of one stateful shell session
   lsp    launch a language server, open files, ask for a hover, shut it down
   code   run a snippet of python3, node or bash code and report its result
+  mcp    serve the kit's tools (bash, shells, code, lsp diagnostics, process trees) over MCP
 
 Run "subkit COMMAND -h" for a command's flags.
 `
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdLsp(ctx, args[1:], stdout, stderr)
 	case "code":
 		return cmdCode(ctx, args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return cmdMcp(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

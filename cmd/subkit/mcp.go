@@ -1,0 +1,481 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/lsp"
+	"github.com/subkit/subkit/sandbox"
+	"github.com/subkit/subkit/shell"
+	"github.com/subkit/subkit/subprocess"
+)
+
+const mcpUsage = `usage: subkit mcp [--config FILE] [--sandbox [--writable DIR]... [--hidden PATH]... [--network on|off]]
+                  [--lsp EXT=SERVER [ARGS]]... [--progress DUR] [--http 127.0.0.1:PORT]
+
+Serves the kit as a Model Context Protocol server: over stdin and stdout (newline-delimited
+JSON-RPC) until the client closes stdin, or with --http over streamable HTTP on a loopback
+address at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and output
+schemas:
+
+  bash                   run one command with the bash executor (as subkit bash)
+  bash_start, bash_read, bash_stop
+                         background commands, read by whole-stream offsets
+  shell_open, shell_run, shell_write, shell_poll, shell_interrupt, shell_close, shell_list
+                         stateful shell sessions on a terminal (as subkit shell)
+  code_run               run a snippet of python3, node or bash (as subkit code)
+  code_session_open, code_session_run, code_session_restart, code_session_close, code_session_list
+                         python3 and node interpreters whose state lasts from cell to cell
+  lsp_diagnostics        the diagnostics of files under a root, from a pooled language server
+  process_tree           a process and its descendants (default: this server's)
+
+Every tool runs on one subprocess Service, with a guard on Linux: nothing the server started
+outlives it, even when it is killed. The text content of a result is what a model should read
+(the bash executor's text for bash), the structured content the same fields as JSON. A bad call
+gets a tool error saying what to change. A client that cancels a call ends what the call started;
+with a progress token a long call gets a progress notification every --progress.
+
+--config reads the bash executor's configuration (the keys of subkit bash --config, sandbox block
+included); its cwd is where commands and shells start and lsp roots are taken from, its
+maxTimeoutMs caps every timeout_ms, managedPrefix and allowEnv apply to the whole server.
+--sandbox (or the config's sandbox block; the flags win) confines everything the server starts:
+commands, shells, code and language servers. --lsp maps a file extension to the language server
+lsp_diagnostics starts for such files, e.g. --lsp .go=gopls --lsp '.py=pyright-langserver --stdio'
+(a call may name a server of its own instead).
+
+Exit status: 0 once the client closed the connection, 130 when interrupted (the way an --http
+server ends), 2 for bad flags or configuration, 1 when the server could not start or serve.
+
+flags:
+`
+
+// Bounds of the MCP tools' inputs.
+const (
+	mcpMaxReadBytes   = 1 << 20          // bash_read max_bytes
+	mcpMaxBackground  = 256              // background entries kept, running or ended
+	mcpMaxCodeSession = 16               // code sessions open at once
+	mcpMaxTreeProcs   = 2000             // process_tree entries
+	mcpMaxWait        = 10 * time.Minute // the longest wait_ms and settle_ms
+	mcpDefaultLspWait = 60 * time.Second
+	mcpDefaultSettle  = 500 * time.Millisecond
+)
+
+// mcpOptions are the server's settings from the flags.
+type mcpOptions struct {
+	progress time.Duration
+	lsp      map[string][]string // extension (".go") -> server argv
+}
+
+// mcpServer holds the adapters every tool runs on: one Service, shared by all of them and
+// closed once, after them.
+type mcpServer struct {
+	opts   mcpOptions
+	log    *slog.Logger
+	svc    *subprocess.Service
+	exec   *bash.Executor
+	shells *shell.Manager
+	code   *coderuntime.SubprocessRuntime
+	pool   *lsp.Pool
+	cwd    string // the bash executor's: commands, shells and lsp roots start here
+
+	bg    bgTable
+	cells codeSessions
+
+	life     context.Context // ends when shutdown begins: every call in progress is cancelled
+	stopLife context.CancelFunc
+	mu       sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup // tool calls in progress
+}
+
+// cmdMcp is `subkit mcp`.
+func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	var (
+		config   = fs.String("config", "", "bash executor configuration file (JSON or YAML)")
+		progress = fs.Duration("progress", time.Second, "interval of progress notifications during a long call")
+		httpAddr = fs.String("http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+		lspArgs  stringList
+	)
+	fs.Var(&lspArgs, "lsp", "EXT=SERVER [ARGS]: the language server for files ending in EXT (repeatable)")
+	var sb sandboxFlags
+	sb.register(fs)
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "subkit mcp: %v\n", err)
+		if code == exitUsage {
+			fmt.Fprintln(stderr, `run "subkit mcp -h" for usage`)
+		}
+		return code
+	}
+	if help, err := parseFlags(fs, args, mcpUsage, stdout); help {
+		return 0
+	} else if err != nil {
+		return fail(exitUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fail(exitUsage, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *progress <= 0 {
+		return fail(exitUsage, errors.New("--progress must be positive"))
+	}
+	opts := mcpOptions{progress: *progress, lsp: map[string][]string{}}
+	for _, a := range lspArgs {
+		ext, argv, err := parseLspArg(a)
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		opts.lsp[ext] = argv
+	}
+	if *httpAddr != "" {
+		if err := checkLoopback(*httpAddr); err != nil {
+			return fail(exitUsage, err)
+		}
+	}
+	policy, err := sb.policy(fs)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	var cfg bash.Config
+	if *config != "" {
+		if cfg, err = bash.LoadConfig(*config); err != nil {
+			return fail(exitUsage, err)
+		}
+	}
+	if policy != nil {
+		cfg.Sandbox = policy // the flags win over the file's sandbox block
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := newMcpServer(cfg, opts, log)
+	if err != nil {
+		code := exitFailure
+		if errors.Is(err, bash.ErrInvalid) || errors.Is(err, subprocess.ErrInvalid) {
+			code = exitUsage
+		}
+		return fail(code, err)
+	}
+	server := s.newServer()
+	var serveErr error
+	if *httpAddr != "" {
+		serveErr = s.serveHTTP(ctx, server, *httpAddr, stderr)
+	} else {
+		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+		serveErr = server.Run(ctx, t)
+	}
+	if err := s.shutdown(); err != nil {
+		fmt.Fprintf(stderr, "subkit mcp: shutdown: %v\n", err)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return exitCancelled
+	case serveErr != nil && !errors.Is(serveErr, io.EOF) && !errors.Is(serveErr, mcp.ErrConnectionClosed):
+		return fail(exitFailure, serveErr)
+	}
+	return 0
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// parseLspArg parses --lsp EXT=SERVER [ARGS].
+func parseLspArg(s string) (ext string, argv []string, err error) {
+	ext, cmd, ok := strings.Cut(s, "=")
+	argv = strings.Fields(cmd)
+	if !ok || ext == "" || len(argv) == 0 {
+		return "", nil, fmt.Errorf("--lsp %q: want EXT=SERVER [ARGS], e.g. --lsp .go=gopls", s)
+	}
+	if !strings.HasPrefix(ext, ".") {
+		ext = "." + ext
+	}
+	return strings.ToLower(ext), argv, nil
+}
+
+// checkLoopback refuses an --http address that is not on the loopback interface: the tools
+// run commands, and must not be reachable from another machine.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT on loopback, e.g. 127.0.0.1:8765: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--http %q: only a loopback address (127.0.0.1, ::1, localhost) is served: the tools run commands", addr)
+	}
+	return nil
+}
+
+// newMcpServer makes the Service and the adapters on it.
+func newMcpServer(cfg bash.Config, opts mcpOptions, log *slog.Logger) (*mcpServer, error) {
+	prefix := cfg.ManagedPrefix
+	if prefix == "" {
+		prefix = bash.DefaultManagedPrefix
+	}
+	sc := serviceConfig()
+	sc.Env = withoutBashStartup(os.Environ())
+	sc.ManagedPrefix, sc.AllowEnv, sc.Sandbox, sc.Logger = prefix, cfg.AllowEnv, cfg.Sandbox, log
+	svc, err := subprocess.New(sc)
+	if err != nil {
+		return nil, err
+	}
+	s := &mcpServer{opts: opts, log: log, svc: svc}
+	s.life, s.stopLife = context.WithCancel(context.Background())
+	fail := func(err error) (*mcpServer, error) {
+		return nil, errors.Join(err, s.close())
+	}
+	// The Service carries the environment rules and the sandbox; the executor spawns on it.
+	cfg.Service, cfg.AllowEnv, cfg.Sandbox, cfg.Logger = svc, nil, nil, log
+	if s.exec, err = bash.New(cfg); err != nil {
+		return fail(err)
+	}
+	s.cwd = s.exec.Config().Cwd
+	if s.shells, err = shell.NewManager(shell.ManagerConfig{Session: shell.Config{Service: svc, Dir: s.cwd, Logger: log}}); err != nil {
+		return fail(err)
+	}
+	if s.code, err = coderuntime.New(coderuntime.Config{Service: svc, Logger: log}); err != nil {
+		return fail(err)
+	}
+	if s.pool, err = lsp.NewPool(svc, lsp.PoolConfig{Logger: log}); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// withoutBashStartup drops the variables that make a bash read a file or change its options
+// before a command (the bash executor and shell sessions drop them from Services of their own).
+func withoutBashStartup(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains([]string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}, name)
+	})
+}
+
+// shutdown cancels every call in progress, waits for them, then closes the adapters and last
+// the Service. Errors are joined.
+func (s *mcpServer) shutdown() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.stopLife()
+	s.inflight.Wait() // each call ends what it started once its context ends (bounded by the grace)
+	return s.close()
+}
+
+// close closes what newMcpServer made, the Service last.
+func (s *mcpServer) close() error {
+	var errs []error
+	if s.life != nil {
+		s.stopLife()
+	}
+	errs = append(errs, s.bg.closeAll(), s.cells.closeAll())
+	if s.shells != nil {
+		errs = append(errs, s.shells.Close())
+	}
+	if s.code != nil {
+		errs = append(errs, s.code.Close())
+	}
+	if s.pool != nil {
+		errs = append(errs, s.pool.Close())
+	}
+	if s.exec != nil {
+		errs = append(errs, s.exec.Close())
+	}
+	errs = append(errs, s.svc.Close())
+	return errors.Join(errs...)
+}
+
+// newServer makes the MCP server with every tool.
+func (s *mcpServer) newServer() *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "subkit", Title: "subkit: process trees for tools and agents", Version: moduleVersion()},
+		&mcp.ServerOptions{
+			Logger: s.log,
+			Instructions: "subkit runs commands, shells, code and language servers as process trees it owns: " +
+				"each call's tree is ended on timeout or cancellation, output is bounded (the whole stream stays in a spill file " +
+				"named in the result), and nothing the server started outlives it.",
+		})
+	s.addBashTools(server)
+	s.addShellTools(server)
+	s.addCodeTools(server)
+	s.addLspTools(server)
+	s.addTreeTools(server)
+	return server
+}
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// serveHTTP serves streamable HTTP on addr until ctx ends.
+func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Logger: s.log}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintf(stderr, "subkit mcp: serving MCP over streamable HTTP at http://%s/mcp\n", ln.Addr())
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	for ss := range server.Sessions() { // long-lived event streams would hold Shutdown
+		if cerr := ss.Close(); cerr != nil {
+			s.log.Debug("close session", "err", cerr)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		err = errors.Join(err, serr, hs.Close())
+	}
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		if e := <-done; !errors.Is(e, http.ErrServerClosed) {
+			return e
+		}
+		return nil
+	}
+	return err
+}
+
+// enter admits a tool call unless the server is shutting down; the context it returns ends
+// with the call's or at shutdown.
+func (s *mcpServer) enter(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, nil, errors.New("[tool failure: the server is shutting down; nothing ran]")
+	}
+	s.inflight.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() { stop(); cancel(); s.inflight.Done() }, nil
+}
+
+// addTool registers a typed tool whose schemas come from In and Out (unless t gives them). The
+// handler returns the text a model reads and the structured output; an error becomes a tool
+// error whose text is the error's message.
+func addTool[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, Out, error)) {
+	addToolResult(s, server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		text, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, out, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+	})
+}
+
+// addToolResult is addTool for a handler that makes the content itself. Every call is
+// admitted by enter, and a panic is a tool error (and logged), never a dropped connection.
+func addToolResult[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error)) {
+	mcp.AddTool(server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		ctx, done, err := s.enter(ctx)
+		if err != nil {
+			return nil, out, err
+		}
+		defer done()
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("tool panicked", "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
+				var zero Out
+				res, out, err = nil, zero, fmt.Errorf("[tool failure: %s failed inside subkit (%v); this is a bug in subkit, not in the call]", t.Name, r)
+			}
+		}()
+		return h(ctx, req, in)
+	})
+}
+
+// progress sends a notifications/progress every opts.progress while a call runs, when the
+// client asked for progress (a progress token); the function it returns stops it and waits.
+func (s *mcpServer) progress(ctx context.Context, req *mcp.CallToolRequest, what string) (stop func()) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(s.opts.progress)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				elapsed := now.Sub(start)
+				p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: elapsed.Seconds(),
+					Message: fmt.Sprintf("%s: running for %v", what, elapsed.Round(100*time.Millisecond))}
+				if err := req.Session.NotifyProgress(ctx, p); err != nil {
+					s.log.Debug("progress notification", "err", err)
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// millis turns a *_ms input into a duration: 0 is def, a negative value is an error, a value
+// above max is an error naming the limit.
+func millis(field string, ms int64, def, max time.Duration) (time.Duration, error) {
+	switch {
+	case ms < 0:
+		return 0, fmt.Errorf("%s %d is negative; omit it (or give 0) for the default %v", field, ms, def)
+	case ms == 0:
+		return def, nil
+	case ms > max.Milliseconds():
+		return 0, fmt.Errorf("%s %d is above the limit %d (%v)", field, ms, max.Milliseconds(), max)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// describeSandbox is the structured form of how a tree was confined.
+type mcpSandbox struct {
+	Backend    string   `json:"backend" jsonschema:"the backend that enforced the policy (landlock, bubblewrap)"`
+	Network    string   `json:"network" jsonschema:"off or on"`
+	How        string   `json:"how" jsonschema:"what enforced each part, in words"`
+	Unenforced []string `json:"unenforced" jsonschema:"parts of the policy this machine could not enforce"`
+}
+
+func sandboxOf(r *sandbox.Report) *mcpSandbox {
+	if r == nil {
+		return nil
+	}
+	network := "off"
+	if r.Network == "on" {
+		network = "on"
+	}
+	return &mcpSandbox{Backend: string(r.Backend), Network: network, How: r.String(), Unenforced: nonNil(r.Unenforced)}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

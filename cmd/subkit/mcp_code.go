@@ -1,0 +1,447 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/subkit/subkit/coderuntime"
+)
+
+type codeRunIn struct {
+	Language  string `json:"language" jsonschema:"python3, node or bash"`
+	Code      string `json:"code" jsonschema:"the program, run as a file of the language (main.py, main.js, main.sh) in a fresh private directory"`
+	Stdin     string `json:"stdin,omitempty" jsonschema:"text written to the code's standard input, which is then closed; without it stdin is the null device"`
+	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default 60000; above maxTimeoutMs it is lowered to it); the whole tree is then terminated"`
+}
+
+type codeErrorOut struct {
+	Name      string `json:"name" jsonschema:"the exception's class: ValueError, SyntaxError, TypeError"`
+	Value     string `json:"value" jsonschema:"its message"`
+	Traceback string `json:"traceback" jsonschema:"the traceback, paths relative to the run's directory"`
+}
+
+func codeErrorOf(e *coderuntime.CodeError) *codeErrorOut {
+	if e == nil {
+		return nil
+	}
+	return &codeErrorOut{Name: e.Name, Value: e.Value, Traceback: e.Traceback}
+}
+
+type codeRunOut struct {
+	Language   string        `json:"language"`
+	ExitCode   *int          `json:"exit_code" jsonschema:"the interpreter's exit status; null when a signal ended it"`
+	Signal     string        `json:"signal"`
+	TimedOut   bool          `json:"timed_out"`
+	Cancelled  bool          `json:"cancelled" jsonschema:"the client cancelled the call and the run was terminated"`
+	PipesHeld  bool          `json:"pipes_held" jsonschema:"processes the code started held its output open after it exited; they were ended"`
+	TimeoutMs  int64         `json:"timeout_ms" jsonschema:"the timeout that applied"`
+	DurationMs int64         `json:"duration_ms"`
+	Stdout     mcpStream     `json:"stdout"`
+	Stderr     mcpStream     `json:"stderr"`
+	Error      *codeErrorOut `json:"error,omitempty" jsonschema:"the uncaught exception or syntax error that ended the code (python3, node)"`
+}
+
+func codeStream(o coderuntime.Output) mcpStream {
+	return mcpStream{Tail: o.Tail, TotalBytes: o.TotalBytes, Truncated: o.Truncated, SpillPath: o.SpillPath}
+}
+
+// renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, then the
+// error and the status on bracketed lines.
+func renderCode(stdout, stderr mcpStream, cerr *codeErrorOut, status string) string {
+	var b strings.Builder
+	wrote := false
+	for _, s := range []struct {
+		name string
+		st   mcpStream
+	}{{"stdout", stdout}, {"stderr", stderr}} {
+		if s.st.TotalBytes == 0 {
+			continue
+		}
+		if s.name == "stderr" {
+			b.WriteString("[stderr]\n")
+		}
+		if s.st.Truncated {
+			fmt.Fprintf(&b, "[%s truncated: only its last %d of %d bytes are shown below", s.name, len(s.st.Tail), s.st.TotalBytes)
+			if s.st.SpillPath != "" {
+				fmt.Fprintf(&b, "; the whole %s is in the file %s", s.name, s.st.SpillPath)
+			}
+			b.WriteString("]\n")
+		}
+		b.WriteString(strings.ToValidUTF8(s.st.Tail, "\uFFFD"))
+		if !strings.HasSuffix(s.st.Tail, "\n") {
+			b.WriteString("\n")
+		}
+		wrote = true
+	}
+	if !wrote {
+		b.WriteString("(no output)\n")
+	}
+	if cerr != nil {
+		fmt.Fprintf(&b, "[error: %s: %s]\n", cerr.Name, cerr.Value)
+	}
+	b.WriteString(status)
+	return b.String()
+}
+
+func codeStatus(exit int, signal string, timedOut, cancelled bool, timeout time.Duration) string {
+	switch {
+	case timedOut:
+		return fmt.Sprintf("[timed out after %v: the code and every process it started were terminated]\n", timeout)
+	case cancelled:
+		return "[cancelled: the code and every process it started were terminated]\n"
+	case signal != "":
+		return fmt.Sprintf("[killed by signal %s]\n", signal)
+	}
+	return fmt.Sprintf("[exit code %d]\n", exit)
+}
+
+// codeCallError is the tool error of a run that never started.
+func codeCallError(err error) error {
+	switch {
+	case errors.Is(err, coderuntime.ErrInvalid), errors.Is(err, coderuntime.ErrUnsupportedLanguage):
+		return fmt.Errorf("[request refused, the code did not run: %v]", err)
+	case errors.Is(err, coderuntime.ErrRuntimeUnavailable):
+		return fmt.Errorf("[the code did not run: its interpreter is not available here: %v]", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("[cancelled before it started, the code did not run: %v]", err)
+	case errors.Is(err, coderuntime.ErrClosed):
+		return errors.New("[tool failure: the code runtime has been shut down; the code did not run]")
+	}
+	return fmt.Errorf("[tool failure, not a failure of the code: %v]", err)
+}
+
+// codeTimeout turns timeout_ms into a timeout: 0 is the runtime's default; above the bash
+// executor's maxTimeoutMs it is lowered, and the note says so.
+func (s *mcpServer) codeTimeout(ms int64) (time.Duration, string, error) {
+	max := s.exec.Config().MaxTimeout
+	switch {
+	case ms < 0:
+		return 0, "", fmt.Errorf("[request refused, the code did not run: timeout_ms %d is negative; omit it for the default]", ms)
+	case ms == 0:
+		return min(coderuntime.DefaultTimeout, max), "", nil
+	case ms > max.Milliseconds():
+		return max, fmt.Sprintf("[timeout_ms %d is above the limit maxTimeoutMs %d: %d applied]\n", ms, max.Milliseconds(), max.Milliseconds()), nil
+	}
+	return time.Duration(ms) * time.Millisecond, "", nil
+}
+
+type codeSessionOpenIn struct {
+	Language string `json:"language" jsonschema:"python3 or node"`
+	Dir      string `json:"dir,omitempty" jsonschema:"the code's working directory (default: a private directory of the session, removed when it closes)"`
+}
+
+type codeSessionOut struct {
+	ID       string `json:"id" jsonschema:"the session's id, for the other code_session_ tools"`
+	Language string `json:"language"`
+}
+
+type codeCellIn struct {
+	ID        string `json:"id" jsonschema:"the id code_session_open returned"`
+	Code      string `json:"code" jsonschema:"a cell of code, run in the session's state (variables, imports, functions); the value of a trailing expression is the cell's main result"`
+	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"the cell's timeout in milliseconds (default 60000); then it is interrupted (KeyboardInterrupt), and the interpreter restarted if it does not answer"`
+}
+
+type codeIDIn struct {
+	ID string `json:"id" jsonschema:"the id code_session_open returned"`
+}
+
+type cellResultOut struct {
+	Main      bool     `json:"main" jsonschema:"the value of the cell's trailing expression (else a display() call or a figure)"`
+	Text      string   `json:"text" jsonschema:"its text/plain form"`
+	MIMETypes []string `json:"mime_types" jsonschema:"every MIME type the result has (image/png and image/jpeg ones are sent as image content)"`
+}
+
+type exitOut struct {
+	ExitCode int    `json:"exit_code" jsonschema:"-1 when a signal ended it"`
+	Signal   string `json:"signal"`
+}
+
+type cellOut struct {
+	ID              string          `json:"id"`
+	ExecutionCount  int             `json:"execution_count" jsonschema:"the cell's number in its interpreter: 1 after a start or restart"`
+	Stdout          mcpStream       `json:"stdout"`
+	Stderr          mcpStream       `json:"stderr"`
+	Results         []cellResultOut `json:"results"`
+	ResultsDropped  int             `json:"results_dropped"`
+	Error           *codeErrorOut   `json:"error,omitempty"`
+	TimedOut        bool            `json:"timed_out"`
+	Cancelled       bool            `json:"cancelled" jsonschema:"the client cancelled the call and the cell was interrupted"`
+	Interrupted     bool            `json:"interrupted" jsonschema:"SIGINT was sent to the interpreter during the cell"`
+	Restarted       bool            `json:"restarted" jsonschema:"the session's state is gone: the interpreter ended during the cell, or this cell ran in a fresh one"`
+	InterpreterExit *exitOut        `json:"interpreter_exit,omitempty" jsonschema:"how the interpreter ended, when it ended during the cell"`
+	DurationMs      int64           `json:"duration_ms"`
+}
+
+type codeListOut struct {
+	Sessions []codeSessionOut `json:"sessions"`
+}
+
+// codeSessions keeps the code sessions by id.
+type codeSessions struct {
+	mu     sync.Mutex
+	next   int
+	all    map[string]coderuntime.Session
+	closed bool
+}
+
+func (t *codeSessions) add(sess coderuntime.Session) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return "", errors.New("[tool failure: the server is shutting down]")
+	}
+	if t.all == nil {
+		t.all = map[string]coderuntime.Session{}
+	}
+	t.next++
+	id := strconv.Itoa(t.next)
+	t.all[id] = sess
+	return id, nil
+}
+
+// reserve says whether one more session may open.
+func (t *codeSessions) full() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.all) >= mcpMaxCodeSession
+}
+
+func (t *codeSessions) get(id string) (coderuntime.Session, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sess, ok := t.all[id]
+	if !ok {
+		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open (code_session_list lists them)]", id)
+	}
+	return sess, nil
+}
+
+func (t *codeSessions) remove(id string) (coderuntime.Session, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sess, ok := t.all[id]
+	if !ok {
+		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open]", id)
+	}
+	delete(t.all, id)
+	return sess, nil
+}
+
+func (t *codeSessions) list() []codeSessionOut {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := slices.Collect(maps.Keys(t.all))
+	slices.SortFunc(ids, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	out := []codeSessionOut{}
+	for _, id := range ids {
+		out = append(out, codeSessionOut{ID: id, Language: string(t.all[id].Language())})
+	}
+	return out
+}
+
+func (t *codeSessions) closeAll() error {
+	t.mu.Lock()
+	t.closed = true
+	all := slices.Collect(maps.Values(t.all))
+	t.all = nil
+	t.mu.Unlock()
+	var errs []error
+	for _, sess := range all {
+		errs = append(errs, sess.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// languageSchema is In's generated schema with the language field limited to langs.
+func languageSchema[In any](langs ...string) *jsonschema.Schema {
+	sch, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("schema of %T: %v", *new(In), err)) // a programming error, found by every test
+	}
+	if p := sch.Properties["language"]; p != nil {
+		for _, l := range langs {
+			p.Enum = append(p.Enum, l)
+		}
+	}
+	return sch
+}
+
+func (s *mcpServer) addCodeTools(server *mcp.Server) {
+	addTool(s, server, &mcp.Tool{Name: "code_run", Title: "Run a snippet of code",
+		Description: "Runs a python3, node or bash program once, in a fresh private directory, and returns its output, exit " +
+			"status and (python3, node) the uncaught exception as name, value and traceback. On timeout or cancellation the " +
+			"whole process tree is terminated; whatever the code left running is ended too.",
+		InputSchema: languageSchema[codeRunIn]("python3", "node", "bash"),
+	}, s.codeRunTool)
+	addTool(s, server, &mcp.Tool{Name: "code_session_open", Title: "Open a code session",
+		Description: "Starts a python3 or node interpreter whose state (variables, imports, functions, cwd) lasts from one " +
+			"code_session_run cell to the next, as in a notebook. Returns its id. At most 16 are open.",
+		InputSchema: languageSchema[codeSessionOpenIn]("python3", "node"),
+	}, s.codeSessionOpenTool)
+	addToolResult(s, server, &mcp.Tool{Name: "code_session_run", Title: "Run a cell in a code session",
+		Description: "Runs one cell of code in a code session and returns its output, its results (the value of a trailing " +
+			"expression, display() calls; images as image content) and its error. A cell past its timeout, or cancelled, is " +
+			"interrupted; an interpreter that does not answer then is restarted (the state is lost, and the result says so).",
+	}, s.codeCellTool)
+	addTool(s, server, &mcp.Tool{Name: "code_session_restart", Title: "Restart a code session",
+		Description: "Replaces a code session's interpreter with a fresh one: its state is gone, and every process its cells started is ended.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
+		sess, err := s.cells.get(in.ID)
+		if err != nil {
+			return "", codeSessionOut{}, err
+		}
+		if err := sess.Restart(ctx); err != nil {
+			return "", codeSessionOut{}, codeCallError(err)
+		}
+		return fmt.Sprintf("[code session %s restarted: a fresh %s interpreter]\n", in.ID, sess.Language()),
+			codeSessionOut{ID: in.ID, Language: string(sess.Language())}, nil
+	})
+	addTool(s, server, &mcp.Tool{Name: "code_session_close", Title: "Close a code session",
+		Description: "Closes a code session: its interpreter and everything its cells started are ended.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
+		sess, err := s.cells.remove(in.ID)
+		if err != nil {
+			return "", codeSessionOut{}, err
+		}
+		if err := sess.Close(); err != nil {
+			return "", codeSessionOut{}, fmt.Errorf("[tool failure: closing code session %s: %v]", in.ID, err)
+		}
+		return fmt.Sprintf("[closed code session %s]\n", in.ID), codeSessionOut{ID: in.ID, Language: string(sess.Language())}, nil
+	})
+	addTool(s, server, &mcp.Tool{Name: "code_session_list", Title: "List code sessions",
+		Description: "Lists the open code sessions.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, codeListOut, error) {
+		out := codeListOut{Sessions: s.cells.list()}
+		var b strings.Builder
+		for _, c := range out.Sessions {
+			fmt.Fprintf(&b, "code session %s: %s\n", c.ID, c.Language)
+		}
+		if len(out.Sessions) == 0 {
+			b.WriteString("[no code sessions are open; code_session_open opens one]\n")
+		}
+		return b.String(), out, nil
+	})
+}
+
+func (s *mcpServer) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in codeRunIn) (string, codeRunOut, error) {
+	timeout, note, err := s.codeTimeout(in.TimeoutMs)
+	if err != nil {
+		return "", codeRunOut{}, err
+	}
+	r := coderuntime.Request{Language: coderuntime.Language(in.Language), Code: in.Code, Timeout: timeout}
+	if in.Stdin != "" {
+		r.Stdin = []byte(in.Stdin)
+	}
+	stop := s.progress(ctx, req, "code_run "+in.Language)
+	res, err := s.code.Run(ctx, r)
+	stop()
+	if err != nil {
+		return "", codeRunOut{}, codeCallError(err)
+	}
+	out := codeRunOut{Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut, Cancelled: res.Cancelled,
+		PipesHeld: res.PipesHeld, TimeoutMs: timeout.Milliseconds(), DurationMs: res.Duration.Milliseconds(),
+		Stdout: codeStream(res.Stdout), Stderr: codeStream(res.Stderr), Error: codeErrorOf(res.Error)}
+	if res.Signal == "" {
+		code := res.ExitCode
+		out.ExitCode = &code
+	}
+	text := note + renderCode(out.Stdout, out.Stderr, out.Error, codeStatus(res.ExitCode, res.Signal, res.TimedOut, res.Cancelled, timeout))
+	return text, out, nil
+}
+
+func (s *mcpServer) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
+	if s.cells.full() {
+		return "", codeSessionOut{}, fmt.Errorf("[request refused: %d code sessions are open, the limit; close one with code_session_close]", mcpMaxCodeSession)
+	}
+	dir := in.Dir
+	if dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.cwd, dir)
+	}
+	sess, err := s.code.NewSession(ctx, coderuntime.SessionConfig{Language: coderuntime.Language(in.Language), Dir: dir})
+	if err != nil {
+		return "", codeSessionOut{}, codeCallError(err)
+	}
+	id, err := s.cells.add(sess)
+	if err != nil {
+		return "", codeSessionOut{}, errors.Join(err, sess.Close())
+	}
+	return fmt.Sprintf("[opened %s code session %s; run cells with code_session_run {\"id\":%q,\"code\":...}]\n", in.Language, id, id),
+		codeSessionOut{ID: id, Language: in.Language}, nil
+}
+
+// mcpMaxImageBytes bounds an image result sent as image content.
+const mcpMaxImageBytes = 1 << 20
+
+func (s *mcpServer) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellOut, error) {
+	sess, err := s.cells.get(in.ID)
+	if err != nil {
+		return nil, cellOut{}, err
+	}
+	timeout, note, err := s.codeTimeout(in.TimeoutMs)
+	if err != nil {
+		return nil, cellOut{}, err
+	}
+	stop := s.progress(ctx, req, "code_session_run")
+	ex, err := sess.Run(ctx, coderuntime.Cell{Code: in.Code, Timeout: timeout}, coderuntime.Callbacks{})
+	stop()
+	if err != nil && !errors.Is(err, coderuntime.ErrClosed) {
+		return nil, cellOut{}, codeCallError(err)
+	}
+	out := cellOut{ID: in.ID, ExecutionCount: ex.ExecutionCount, Stdout: codeStream(ex.Stdout), Stderr: codeStream(ex.Stderr),
+		Results: []cellResultOut{}, ResultsDropped: ex.ResultsDropped, Error: codeErrorOf(ex.Error), TimedOut: ex.TimedOut,
+		Cancelled: ex.Cancelled, Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds()}
+	if ex.InterpreterExit != nil {
+		out.InterpreterExit = &exitOut{ExitCode: ex.InterpreterExit.ExitCode, Signal: ex.InterpreterExit.Signal}
+	}
+	var images []mcp.Content
+	var b strings.Builder
+	b.WriteString(note)
+	for _, r := range ex.Results {
+		types := slices.Sorted(maps.Keys(r.MIME))
+		out.Results = append(out.Results, cellResultOut{Main: r.Main, Text: r.MIME["text/plain"], MIMETypes: types})
+		for _, mt := range []string{"image/png", "image/jpeg"} {
+			if data, ok := r.MIME[mt]; ok && base64.StdEncoding.DecodedLen(len(data)) <= mcpMaxImageBytes {
+				if raw, err := base64.StdEncoding.DecodeString(data); err == nil {
+					images = append(images, &mcp.ImageContent{Data: raw, MIMEType: mt})
+				} else {
+					s.log.Debug("undecodable image result", "err", err)
+				}
+			}
+		}
+	}
+	status := ""
+	switch {
+	case errors.Is(err, coderuntime.ErrClosed):
+		status = "[the code session was closed during the cell]\n"
+	case ex.TimedOut:
+		status = fmt.Sprintf("[timed out after %v: the cell was interrupted]\n", timeout)
+	case ex.Cancelled:
+		status = "[cancelled: the cell was interrupted]\n"
+	}
+	if ex.Restarted {
+		status += "[the interpreter was restarted: the session's earlier state is gone]\n"
+	}
+	for _, r := range out.Results {
+		if r.Main {
+			status = fmt.Sprintf("Out[%d]: %s\n", ex.ExecutionCount, r.Text) + status
+		} else if r.Text != "" {
+			status = r.Text + "\n" + status
+		}
+	}
+	b.WriteString(renderCode(out.Stdout, out.Stderr, out.Error, status))
+	res := &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: b.String()}}, images...)}
+	return res, out, nil
+}
