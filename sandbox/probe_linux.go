@@ -212,7 +212,7 @@ func (pr *prober) run(ctx context.Context, info backendInfo) (backendInfo, error
 			msg = msg[i+1:] // the helper's line comes last
 		}
 		if msg == "" {
-			msg = "no message"
+			return info, runErr
 		}
 		return info, fmt.Errorf("%s (%v)", msg, runErr)
 	}

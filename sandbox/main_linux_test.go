@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -117,6 +118,9 @@ func start(t *testing.T, l *Launch, dir string, cred *syscall.Credential) result
 	cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, dir
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	// A process the program left holding its output must not hold the test: the group is
+	// killed below, once Wait returns.
+	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Start()
 	require.NoError(t, err)
 	pgid := cmd.Process.Pid
