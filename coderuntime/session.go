@@ -96,10 +96,10 @@ type Cell struct {
 }
 
 // Callbacks receive a cell's output, results and error as they happen, from the session's
-// goroutines, one call at a time and never after Run returns. They must return promptly: a
-// callback that falls behind output arriving faster than it reads (by more than about 1 MiB)
-// misses the bytes in between, which the Execution counts in TotalBytes. Nil fields are not
-// called.
+// goroutines, one call at a time and never after Run returns. They must return promptly and
+// must not call the session's methods (Run waits for them): a callback that falls behind
+// output arriving faster than it reads (by more than about 1 MiB) misses the bytes in between,
+// which the Execution counts in TotalBytes. Nil fields are not called.
 type Callbacks struct {
 	// Stdout and Stderr get the cell's output in chunks that never end inside a UTF-8
 	// character the code wrote whole.
