@@ -21,6 +21,11 @@ deps: tools
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib; } || \
 			echo "make deps: python3-matplotlib not installed; TestSessionMatplotlibFigure will skip"; \
 	fi
+	@# bubblewrap, the sandbox's second backend, the same way: without it its tests skip.
+	@if command -v apt-get >/dev/null 2>&1 && ! command -v bwrap >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } || \
+			echo "make deps: bubblewrap not installed; the sandbox tests of the bwrap backend will skip"; \
+	fi
 
 # The language servers of the lsp tests, pinned, each skipped when present: gopls v0.23.0
 # (the separate module tools/gopls, so that subkit's own go.mod stays clean) built into
