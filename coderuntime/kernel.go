@@ -150,7 +150,7 @@ func (s *procSession) startKernel(ctx context.Context) (*kernel, error) {
 	if err != nil {
 		// Before the driver answered: end the interpreter and say what it printed.
 		exited := isClosed(h.Done())
-		bound, cancel := context.WithTimeout(context.Background(), 2*s.grace+killWaitBound)
+		bound, cancel := context.WithTimeout(context.Background(), endBound(s.grace))
 		defer cancel()
 		terr := h.Terminate(bound)
 		res, werr := h.Wait(bound)
@@ -496,7 +496,7 @@ func (k *kernel) finish(c *cellState) (out [2]Output, results resultSet, reply *
 // is safe to call more than once and from several goroutines; later calls wait for the first.
 func (k *kernel) stop() error {
 	k.stopOnce.Do(func() {
-		bound, cancel := context.WithTimeout(context.Background(), 2*k.grace+killWaitBound)
+		bound, cancel := context.WithTimeout(context.Background(), endBound(k.grace))
 		defer cancel()
 		var errs []error
 		if err := k.h.Terminate(bound); err != nil {

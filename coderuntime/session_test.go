@@ -5,6 +5,7 @@ package coderuntime_test
 import (
 	"context"
 	"encoding/base64"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,6 +408,15 @@ func TestSessionBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, coderuntime.ErrInvalid, "a huge budget")
 	_, err = rt.NewSession(context.Background(), coderuntime.SessionConfig{Language: coderuntime.Python3, Dir: "/no/such/dir"})
 	assert.ErrorIs(t, err, coderuntime.ErrInvalid)
+
+	// Huge durations are taken as they are, without overflow.
+	mark := marked(t)
+	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3,
+		Grace: math.MaxInt64, Timeout: math.MaxInt64, StartTimeout: math.MaxInt64})
+	ex, err := s.Run(ctxT(t, time.Minute), coderuntime.Cell{Code: "2 * 21", Timeout: math.MaxInt64}, coderuntime.Callbacks{})
+	require.NoError(t, err)
+	assert.Equal(t, "42", mainResult(t, ex).MIME["text/plain"])
+	require.NoError(t, s.Close())
 }
 
 func TestSessionTracebackNamesOnlyTheCell(t *testing.T) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,10 @@ func TestNilSession(t *testing.T) {
 	_, err = zero.Run(context.Background(), Cell{Code: "1"}, Callbacks{})
 	assert.ErrorIs(t, err, ErrInvalid)
 	assert.True(t, errors.Is(zero.Close(), ErrInvalid))
+}
+
+func TestEndBoundSaturates(t *testing.T) {
+	assert.Equal(t, 2*time.Second+killWaitBound, endBound(time.Second))
+	assert.Equal(t, time.Duration(math.MaxInt64), endBound(time.Duration(math.MaxInt64)))
+	assert.Positive(t, endBound(time.Duration(math.MaxInt64/2)))
 }

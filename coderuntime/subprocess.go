@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -492,7 +493,7 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 // run ended, it then ends what the code left behind, so nothing outlives Run.
 func (r *SubprocessRuntime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, bool, error) {
 	// Enough for SIGTERM, the grace, SIGKILL, the kill wait and a drain grace.
-	bound, cancel := context.WithTimeout(context.Background(), 2*grace+killWaitBound)
+	bound, cancel := context.WithTimeout(context.Background(), endBound(grace))
 	defer cancel()
 	res, err := h.Wait(ctx)
 	cancelled := false
@@ -515,6 +516,15 @@ func (r *SubprocessRuntime) wait(ctx context.Context, h *subprocess.Handle, grac
 
 // killWaitBound covers the Service's wait after SIGKILL plus scheduling slack.
 const killWaitBound = 15 * time.Second
+
+// endBound is how long ending a tree with this grace may take: SIGTERM, the grace, SIGKILL,
+// the kill wait and a drain grace. A grace too large to double saturates.
+func endBound(grace time.Duration) time.Duration {
+	if grace > (math.MaxInt64-killWaitBound)/2 {
+		return math.MaxInt64
+	}
+	return 2*grace + killWaitBound
+}
 
 func (r *SubprocessRuntime) spawnError(l Language, path string, err error) error {
 	switch {
