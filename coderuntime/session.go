@@ -482,13 +482,13 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 	begin := time.Now()
 	c := k.begin(cb)
 	ex := Execution{ExecutionCount: c.count}
-	died := false
+	died, sent := false, true
 	if err := k.send(ctx, &message{Type: "execute", ID: c.id, Count: c.count, Code: cell.Code, Nonce: c.nonce}); err != nil {
 		// The channel is broken, or the frame was cut short by ctx: either way it cannot be
-		// trusted any more.
-		died, ex.Cancelled = true, ctx.Err() != nil
+		// trusted any more, nor probed.
+		died, sent, ex.Cancelled = true, false, ctx.Err() != nil
 	}
-	if !died {
+	if sent {
 		timer := time.NewTimer(cmp.Or(cell.Timeout, s.timeout))
 		select {
 		case <-c.replied:
@@ -506,7 +506,7 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 			ex.TimedOut, ex.Cancelled, died = false, false, false
 		}
 	}
-	if ex.TimedOut || ex.Cancelled {
+	if sent && (ex.TimedOut || ex.Cancelled) {
 		ex.Interrupted = true
 		died = !s.interrupt(k, c)
 	}
