@@ -32,8 +32,11 @@ deps: tools
 # ./.bin/gopls; pyright, typescript-language-server and typescript 5 (tools/npm) installed with
 # npm ci into ./.bin/npm; Debian's clangd with apt-get when none is on PATH. A failed npm or
 # apt-get install is recorded in .bin/lsp-install/ and the tests of that server skip saying so.
+# The TypeScript MCP SDK client of the subkit mcp tests (tools/mcp-client) goes into
+# ./.bin/mcp-client the same way; a failed install is recorded in .bin/mcp-client.failed.
 tools:
 	GO=$(GO) bash tools/install-lsp-servers.sh
+	bash tools/install-mcp-client.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
