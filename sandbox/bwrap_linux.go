@@ -13,7 +13,10 @@ import (
 // a writable root beneath a hidden directory is bound over its cover and a hidden path beneath
 // a writable root covers its part of the bind.
 func bwrapArgs(bwrap string, r *resolved) []string {
-	args := []string{bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent"}
+	// No --die-with-parent: it is a parent-death signal, which follows the thread that started
+	// bwrap (golang/go #27505), and a Go host's threads may end before the tree; the kit ends
+	// the whole process group instead.
+	args := []string{bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc"}
 	if r.networkOff {
 		args = append(args, "--unshare-net")
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,7 +77,7 @@ func TestPrepareLaunch(t *testing.T) {
 			w := newWorld(t)
 			require.NoError(t, os.Mkdir(filepath.Join(w.work, "out"), 0o755))
 			big := strings.Repeat("y", 100<<10)
-			prog := w.program("/bin/sh", "-c", `printf '%s\n' "$#" "${#1}" "$2" "$TMPDIR"; echo x > out/f && echo out-writable; echo x > g || echo work-read-only`, "sh", big, "two words")
+			prog := w.program("/bin/sh", "-c", `printf '%s\n' "$#" "${#1}" "$2" "$TMPDIR"; echo x > out/f && echo out-writable; echo x > g || echo work-read-only; env | grep ^SUBKIT_ || echo no-helper-variables`, "sh", big, "two words")
 			prog.Env = append(prog.Env, "TMPDIR=/elsewhere", RoleVar+"=forged")
 			l := v.prepare(t, Policy{Writable: []string{"out"}}, prog)
 			require.Equal(t, prog.Args, l.Args[len(l.Args)-len(prog.Args):])
@@ -91,7 +92,7 @@ func TestPrepareLaunch(t *testing.T) {
 			require.Equal(t, []string{"TMPDIR=" + w.tmp, RoleVar + "=" + RoleSandbox}, roles)
 			r := start(t, l, w.work, nil)
 			require.Equal(t, 0, r.code, "%+v", r)
-			require.Equal(t, "2\n102400\ntwo words\n"+w.tmp+"\nout-writable\nwork-read-only\n", r.stdout)
+			require.Equal(t, "2\n102400\ntwo words\n"+w.tmp+"\nout-writable\nwork-read-only\nno-helper-variables\n", r.stdout)
 		})
 	}
 }
@@ -129,6 +130,26 @@ func TestMainFails(t *testing.T) {
 	r := start(t, l2, w.work, nil)
 	require.Equal(t, 127, r.code, "%+v", r)
 	require.Contains(t, r.stderr, "subkit sandbox: exec "+missing)
+}
+
+// TestPrepareConcurrent: a Sandbox serves many goroutines at once (run with -race).
+func TestPrepareConcurrent(t *testing.T) {
+	vs := variants(t)
+	w := newWorld(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			v := vs[i%len(vs)]
+			_, err := v.sb.Prepare(&Policy{Backend: v.backend, Hidden: []string{"~/.ssh"}}, w.sh("true"))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }
 
 // TestReportString: the summary names the backend, the hidden paths and the network, and
