@@ -41,9 +41,8 @@ func (s *Sandbox) pick(b Backend) (backendInfo, error) {
 				return i, nil
 			}
 		}
-		err := s.Unavailable(b).(*Error)
-		err.Op, err.Name = "prepare", "Policy.Backend "+string(b)
-		return backendInfo{}, err
+		return backendInfo{}, &Error{Op: "prepare", Name: "Policy.Backend", Kind: ErrUnsupported,
+			Err: fmt.Errorf("%s does not work here: %s", b, s.missing[b])}
 	}
 	return backendInfo{}, invalid("prepare", "Policy.Backend", "unknown backend %q (use %q or %q, or \"\" for the first that works)", b, Landlock, Bubblewrap)
 }
