@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -382,8 +383,23 @@ func (s *mcpServer) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolRequ
 		codeSessionOut{ID: id, Language: in.Language}, nil
 }
 
-// mcpMaxImageBytes bounds an image result sent as image content.
-const mcpMaxImageBytes = 1 << 20
+// Bounds of a cell's results: an image sent as image content, the text of one result.
+const (
+	mcpMaxImageBytes = 1 << 20
+	mcpMaxResultText = 16000
+)
+
+// capText keeps the first max bytes of s (whole characters) and says how many it left out.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... [%d more bytes left out]", len(s)-cut)
+}
 
 func (s *mcpServer) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellOut, error) {
 	sess, err := s.cells.get(in.ID)
@@ -411,7 +427,7 @@ func (s *mcpServer) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, 
 	b.WriteString(note)
 	for _, r := range ex.Results {
 		types := slices.Sorted(maps.Keys(r.MIME))
-		out.Results = append(out.Results, cellResultOut{Main: r.Main, Text: r.MIME["text/plain"], MIMETypes: types})
+		out.Results = append(out.Results, cellResultOut{Main: r.Main, Text: capText(r.MIME["text/plain"], mcpMaxResultText), MIMETypes: types})
 		for _, mt := range []string{"image/png", "image/jpeg"} {
 			if data, ok := r.MIME[mt]; ok && base64.StdEncoding.DecodedLen(len(data)) <= mcpMaxImageBytes {
 				if raw, err := base64.StdEncoding.DecodeString(data); err == nil {

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -573,6 +574,11 @@ func TestMcpCode(t *testing.T) {
 	require.Len(t, cell.Results, 1)
 	assert.Equal(t, "42", cell.Results[0].Text)
 	assert.Contains(t, text, "Out[2]: 42\n")
+	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "'é' * 100000"}, &cell)
+	require.Len(t, cell.Results, 1)
+	assert.Less(t, len(cell.Results[0].Text), 16100, "a result's text is bounded")
+	assert.True(t, strings.HasSuffix(cell.Results[0].Text, "more bytes left out]"), cell.Results[0].Text[len(cell.Results[0].Text)-60:])
+	assert.True(t, utf8.ValidString(cell.Results[0].Text))
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "raise ValueError('bad')"}, &cell)
 	require.NotNil(t, cell.Error)
 	assert.Equal(t, "ValueError", cell.Error.Name)
@@ -618,6 +624,28 @@ func TestMcpLspDiagnostics(t *testing.T) {
 	assert.Contains(t, c.callErr(t, "lsp_diagnostics", map[string]any{"files": []any{"notes.txt"}, "root": root, "server": []any{"no-such-server-xyz"}}),
 		"could not be started")
 	assert.Contains(t, c.callErr(t, "lsp_diagnostics", map[string]any{"files": []any{"missing.txt"}, "root": root}), "missing.txt")
+}
+
+// lsp_diagnostics with gopls, a real server named by --lsp: the compiler's error, its column
+// in bytes.
+func TestMcpLspGopls(t *testing.T) {
+	gopls := findGoplsForCLI(t)
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local")
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/hello\n\ngo 1.26\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n\nfunc main() {\n\tvar n int = \"oops\"\n\t_ = n\n}\n"), 0o644))
+	c := mcpStart(t, "inprocess", "--lsp", ".go="+gopls)
+	var out lspDiagnosticsOut
+	text := c.callOK(t, "lsp_diagnostics", map[string]any{"files": []any{"main.go"}, "root": root}, &out)
+	require.Len(t, out.Files, 1)
+	require.NotEmpty(t, out.Files[0].Diagnostics, text)
+	d := out.Files[0].Diagnostics[0]
+	assert.Equal(t, 4, d.Line)
+	assert.Equal(t, 14, d.Column)
+	assert.Contains(t, d.Message, `cannot use "oops"`)
+	assert.Equal(t, "gopls", out.Servers[0].Name)
+	assert.Contains(t, text, `main.go:4:14: error: cannot use "oops"`)
 }
 
 // process_tree without a pid shows the server and what it runs.

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
+)
+
+// --sandbox confines what every tool starts: a command writes only in the writable roots,
+// and the result says which backend enforced.
+func TestMcpSandbox(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	c := mcpStart(t, "inprocess", "--sandbox", "--writable", dir)
+	var out bashOut
+	c.callOK(t, "bash", map[string]any{"command": "touch " + dir + "/ok; touch " + outside + "/x-outside"}, &out)
+	require.NotNil(t, out.Sandbox)
+	assert.NotEmpty(t, out.Sandbox.Backend)
+	assert.Equal(t, "off", out.Sandbox.Network)
+	assert.FileExists(t, filepath.Join(dir, "ok"))
+	assert.NoFileExists(t, filepath.Join(outside, "x-outside"))
+	assert.NotEqual(t, 0, *out.ExitCode, "the refused touch fails the command")
+
+	// Shell sessions and code run under the same policy.
+	var info shellInfoOut
+	c.callOK(t, "shell_open", map[string]any{}, &info)
+	var st shellStepOut
+	c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "touch " + outside + "/from-shell"}, &st)
+	assert.NotEqual(t, 0, *st.ExitCode)
+	var run codeRunOut
+	text := c.callOK(t, "code_run", map[string]any{"language": "python3", "code": fmt.Sprintf("open(%q, 'w')", outside+"/from-code")}, &run)
+	// (The structured error is lost under a sandbox: the code runtime's error file lies outside
+	// the writable roots; the traceback on stderr says it.)
+	assert.Contains(t, text, "PermissionError: [Errno 13] Permission denied")
+	assert.Equal(t, 1, *run.ExitCode)
+	assert.NoFileExists(t, filepath.Join(outside, "from-shell"))
+	assert.NoFileExists(t, filepath.Join(outside, "from-code"))
+
+	// The config file's sandbox block does the same.
+	cfg := filepath.Join(t.TempDir(), "bash.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("sandbox:\n  writable: ["+dir+"]\n"), 0o600))
+	c2 := mcpStart(t, "inprocess", "--config", cfg)
+	c2.callOK(t, "bash", map[string]any{"command": "touch " + outside + "/x2"}, &out)
+	require.NotNil(t, out.Sandbox)
+	assert.NoFileExists(t, filepath.Join(outside, "x2"))
+}
+
+// subkit mcp killed with SIGKILL in the middle of a call leaves nothing of what it started:
+// the guard ends the command's tree, the setsid daemon and the child with a cleared
+// environment included.
+func TestMcpKilledServerLeavesNothing(t *testing.T) {
+	tag := strconv.Itoa(600000 + rand.IntN(300000))
+	t.Cleanup(func() {
+		for _, pid := range testutil.Tagged(tag) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "mcp")
+	cmd.Env = append(os.Environ(), asCLIVar+"=1", "TMPDIR="+tmp)
+	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test"}, nil)
+	sess, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	called := make(chan error, 1)
+	go func() {
+		_, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+			"command": fmt.Sprintf("setsid sleep %[1]s & env -i /bin/sleep %[1]s & sleep %[1]s", tag)}})
+		called <- err
+	}()
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, 10*time.Second, 5*time.Millisecond,
+		"the command's three sleeps did not start")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	assert.Error(t, <-called, "the call fails with the connection")
+	assert.Error(t, sess.Close(), "the server was killed: its exit status says so")
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"survivors: %v", testutil.Tagged(tag))
+	require.Eventually(t, func() bool {
+		roots, _ := filepath.Glob(filepath.Join(tmp, "subkit-runtime-*"))
+		return len(roots) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the runtime root is left behind")
+}
