@@ -126,6 +126,8 @@ func shellError(id string, err error) error {
 	case errors.Is(err, shell.ErrBusy):
 		return fmt.Errorf("[request refused, nothing was sent: a command is still running in session %s; shell_poll waits for it, "+
 			"shell_write types into it, shell_interrupt sends Ctrl-C]", id)
+	case errors.Is(err, shell.ErrUnsupported):
+		return fmt.Errorf("[unsupported here: %v]", err)
 	case errors.Is(err, shell.ErrInvalid), errors.Is(err, shell.ErrExited):
 		return fmt.Errorf("[request refused: %v]", err)
 	}

@@ -334,6 +334,8 @@ func TestMcpBadInput(t *testing.T) {
 		text := c.callErr(t, tc.tool, tc.args)
 		assert.Contains(t, text, tc.want, "%s %v", tc.tool, tc.args)
 	}
+	// A command too long for exec(2) is refused by the system, not a crash.
+	assert.Contains(t, c.callErr(t, "bash", map[string]any{"command": "echo " + strings.Repeat("x", 3<<20)}), "argument list too long")
 	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
 	assert.Error(t, err, "an unknown tool is a protocol error")
 
@@ -382,6 +384,48 @@ func TestMcpCancel(t *testing.T) {
 	}
 }
 
+// code_run and code_session_run cancelled by the client: the run's tree ends, the cell is
+// interrupted, the answers say cancelled, and the session goes on.
+func TestMcpCodeCancel(t *testing.T) {
+	c := mcpStart(t, "inprocess")
+	tag := strconv.Itoa(600000 + rand.IntN(300000))
+	cancelCall := func(name string, args map[string]any, running func() bool) map[string]any {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			errc <- err
+		}()
+		require.Eventually(t, running, 20*time.Second, 5*time.Millisecond, "%s did not start", name)
+		cancel()
+		assert.ErrorIs(t, <-errc, context.Canceled)
+		var reply map[string]any
+		require.Eventually(t, func() bool { reply = cancelledReply(c.rpc.String(), tag); return reply != nil },
+			20*time.Second, 10*time.Millisecond, "no answer to the cancelled %s", name)
+		return reply["result"].(map[string]any)["structuredContent"].(map[string]any)
+	}
+	sc := cancelCall("code_run", map[string]any{"language": "bash", "code": "sleep " + tag + " & setsid sleep " + tag + "; wait"},
+		func() bool { return len(testutil.Tagged(tag)) == 2 })
+	assert.Equal(t, true, sc["cancelled"])
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 10*time.Second, 10*time.Millisecond)
+
+	var sess codeSessionOut
+	c.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &sess)
+	var cell cellOut
+	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "kept = 1"}, &cell)
+	flag := filepath.Join(t.TempDir(), "cell-started")
+	tag = strconv.Itoa(600000 + rand.IntN(300000)) // a fresh tag: the log already has the first call's
+	sc = cancelCall("code_session_run", map[string]any{"id": sess.ID, "code": fmt.Sprintf("import time\nopen(%q, 'w').close()\ntime.sleep(%s)", flag, tag)},
+		func() bool { return fileExists(flag) })
+	assert.Equal(t, true, sc["cancelled"])
+	assert.Equal(t, true, sc["interrupted"])
+	assert.Equal(t, "KeyboardInterrupt", sc["error"].(map[string]any)["name"])
+	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "kept + 1"}, &cell)
+	assert.Equal(t, "2", cell.Results[0].Text, "the session kept its state")
+}
+
 // cancelledReply finds, in a LoggingTransport log, the server's answer to the tools/call whose
 // command contains tag.
 func cancelledReply(log, tag string) map[string]any {
@@ -426,6 +470,9 @@ func TestMcpBackground(t *testing.T) {
 			text = c.callOK(t, "bash_read", map[string]any{"id": st.ID, "stdout_offset": rd.Next.Stdout, "stderr_offset": rd.Next.Stderr}, &rd)
 			assert.Equal(t, fmt.Sprintf("[no new output; background process %d is still running]\n", st.Pid), text)
 			assert.Empty(t, rd.Stdout.Data)
+			assert.Contains(t, c.callErr(t, "bash_read", map[string]any{"id": st.ID, "max_bytes": 1e9}), "above the limit")
+			assert.Contains(t, c.callErr(t, "bash_read", map[string]any{"id": st.ID, "stdout_offset": -1}), "negative")
+			assert.Contains(t, c.callErr(t, "bash_read", map[string]any{"id": st.ID, "wait_ms": 1e12}), "wait_ms")
 			c.callOK(t, "bash_read", map[string]any{"id": st.ID, "stdout_offset": 2, "max_bytes": 1}, &rd)
 			assert.Equal(t, "e", rd.Stdout.Data)
 			assert.EqualValues(t, 3, rd.Next.Stdout)
