@@ -303,3 +303,8 @@ func isDone(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// Hurry cuts short the grace of every termination of the executor's commands, in progress or
+// to come: what SIGTERM has not ended gets SIGKILL at once (subprocess.Service.Hurry; with
+// Config.Service, the shared Service's). A CLI calls it on a second Ctrl-C.
+func (e *Executor) Hurry() { e.svc.Hurry() }

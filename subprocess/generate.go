@@ -11,3 +11,31 @@ const (
 	levelBestEffort
 	levelFull
 )
+
+func (l level) String() string {
+	switch l {
+	case levelFull:
+		return "yes"
+	case levelBestEffort:
+		return "best effort"
+	}
+	return "no"
+}
+
+// Support is one capability of the README's support matrix as this build's platform has it.
+type Support struct {
+	Capability string // e.g. "terminals"
+	Level      string // "yes", "best effort" or "no"
+}
+
+// Platform names this build's column of the support matrix and lists its capabilities, for a
+// tool's version report.
+func Platform() (name string, support []Support) {
+	return platformName, []Support{
+		{"spawn", capSpawn.String()},
+		{"collect", capCollect.String()},
+		{"env scrub", capEnvScrub.String()},
+		{"terminals", capTerminals.String()},
+		{"inspect", capInspect.String()},
+	}
+}

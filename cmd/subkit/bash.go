@@ -11,9 +11,6 @@ import (
 	"github.com/subkit/subkit/bash"
 )
 
-// exitCancelled is subkit bash's status when it was interrupted (as a shell's after Ctrl-C).
-const exitCancelled = 130
-
 const bashUsage = `usage: subkit bash [--config FILE] [--timeout DUR] [--stdout-max N] [--env NAME=VALUE]...
                    [--stdin-file F|-] [--json] 'COMMAND'
 
@@ -28,29 +25,33 @@ are ended when subkit exits.
   cwd, timeoutMs (120000), maxTimeoutMs (600000), maxOutputBytes (64000),
   maxSpillBytes (67108864), graceMs (3000), drainMs (250), maxBackground, spillDir, spillMaxAgeMs,
   spillMaxTotalBytes, managedPrefix, allowEnv.
---timeout above maxTimeoutMs is lowered to it. --stdout-max raises the in-memory stdout budget
+--timeout above maxTimeoutMs is lowered to it (and said so); --timeout 0 means no timeout of its
+own (maxTimeoutMs applies). --managed-env sets the harness's variables (names with the managed
+prefix). --stdout-max raises the in-memory stdout budget
 above maxOutputBytes for this call (stderr keeps maxOutputBytes). --env may not set names with
 the managed prefix (DSH_).
 
-With --json it prints one JSON object and exits 0 once the command has run:
-  {"argv","pid","exit_code"(null when signalled),"signal","timed_out","duration_ms",
-   "stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
-   "command","cancelled"}
+With --json it prints one JSON object and exits 0 once the command has run (130 when
+interrupted):
+  {"argv","pid","exit_code"(null when signalled),"signal","timed_out","timeout_ms"(applied),
+   "cancelled","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
+   "stderr":{...},"command","pipes_held","survivors":[{"pid","comm"}],"sandbox":{...}}
 Without it, it prints the text a model would see (the tails, truncation notices with the spill
-file, the exit status, processes left running).
-
-Exit status: the command's own status; 128+N when a signal N ended the shell; 124 on timeout;
-130 when interrupted. If the command did not run: 2 for bad flags, configuration or request,
-127 when bash is not found, 126 when it cannot be executed, 1 for any other failure, with
-{"error":{"kind":"invalid"|"not_found"|"permission"|"internal","message"}} under --json.
+file, the exit status, processes the command left running, which subkit ends as it exits).
 
 flags:
 `
 
 type bashOutput struct {
 	execOutput
-	Command   string `json:"command"`
-	Cancelled bool   `json:"cancelled"`
+	Command   string         `json:"command"`
+	PipesHeld bool           `json:"pipes_held"` // a process it started held the output open past the drain grace
+	Survivors []survivorJSON `json:"survivors"`  // processes it left running (ended as subkit exited)
+}
+
+type survivorJSON struct {
+	Pid  int    `json:"pid"`
+	Comm string `json:"comm"`
 }
 
 // cmdBash is `subkit bash`.
@@ -58,13 +59,15 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("bash", flag.ContinueOnError)
 	var (
 		config    = fs.String("config", "", "executor configuration file (JSON or YAML)")
-		timeout   = fs.Duration("timeout", 0, "foreground timeout (0: the configuration's timeoutMs)")
+		timeout   = fs.Duration("timeout", 0, "foreground timeout (default: the configuration's timeoutMs; 0: none of its own, maxTimeoutMs applies)")
 		stdoutMax = fs.Int("stdout-max", 0, "in-memory stdout budget for this call, above maxOutputBytes")
 		stdinFile = fs.String("stdin-file", "", "file whose bytes become stdin, or - for this process's stdin")
 		asJSON    = fs.Bool("json", false, "print one JSON object")
 		env       stringList
 	)
 	fs.Var(&env, "env", "NAME=VALUE set in the command's environment (repeatable)")
+	var managed stringList
+	fs.Var(&managed, "managed-env", "NAME=VALUE of the harness's own variables, names with the managed prefix (repeatable)")
 	var sb sandboxFlags
 	sb.register(fs)
 	fail := func(kind string, code int, err error) int {
@@ -85,16 +88,25 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case fs.NArg() > 1:
 		return fail("invalid", exitUsage, fmt.Errorf("%d arguments after the flags; quote the command as one argument: subkit bash 'COMMAND'", fs.NArg()))
 	}
-	req := bash.Request{Command: fs.Arg(0), Timeout: *timeout, StdoutMaxBytes: *stdoutMax}
-	for _, kv := range env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fail("invalid", exitUsage, fmt.Errorf("--env %q is not NAME=VALUE", kv))
+	if *timeout < 0 {
+		return fail("invalid", exitUsage, fmt.Errorf("--timeout %v is negative (0: none of its own)", *timeout))
+	}
+	req := bash.Request{Command: fs.Arg(0), StdoutMaxBytes: *stdoutMax}
+	for _, f := range []struct {
+		flag string
+		kvs  []string
+		to   *map[string]string
+	}{{"--env", env, &req.Env}, {"--managed-env", managed, &req.ManagedEnv}} {
+		for _, kv := range f.kvs {
+			name, value, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fail("invalid", exitUsage, fmt.Errorf("%s %q is not NAME=VALUE", f.flag, kv))
+			}
+			if *f.to == nil {
+				*f.to = map[string]string{}
+			}
+			(*f.to)[name] = value
 		}
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env[name] = value
 	}
 	if *stdinFile != "" {
 		var err error
@@ -127,6 +139,12 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return fail("internal", exitFailure, err)
 	}
+	defer hurried(ctx, e.Hurry)()
+	asked := *timeout
+	if flagSet(fs, "timeout") && asked == 0 {
+		asked = e.Config().MaxTimeout // no timeout of its own: the cap
+	}
+	req.Timeout = asked
 	res, err := e.Exec(ctx, req)
 	if cerr := e.Close(); cerr != nil {
 		fmt.Fprintf(stderr, "subkit: %v\n", cerr)
@@ -135,23 +153,46 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		kind, code := startFailure(err)
 		return fail(kind, code, err)
 	}
+	lowered := asked > res.Timeout
 	if *asJSON {
 		out := bashOutput{
 			execOutput: execOutput{
 				Argv: res.Argv, Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
+				TimeoutMs: res.Timeout.Milliseconds(), Cancelled: res.Cancelled,
 				DurationMs: res.Duration.Milliseconds(),
 				Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
 				Sandbox: sandboxJSON(res.Sandbox),
 			},
-			Command: res.Command, Cancelled: res.Cancelled,
+			Command: res.Command, PipesHeld: res.PipesHeld, Survivors: []survivorJSON{},
+		}
+		for _, p := range res.Survivors {
+			out.Survivors = append(out.Survivors, survivorJSON{Pid: p.Pid, Comm: p.Comm})
 		}
 		if res.Signal == "" {
 			out.ExitCode = &res.ExitCode
 		}
 		writeJSON(stdout, out)
+		if res.Cancelled {
+			return exitCancelled
+		}
 		return 0
 	}
+	if lowered {
+		fmt.Fprintf(stderr, "[subkit: --timeout %v is above maxTimeoutMs; %v applied]\n", asked, res.Timeout)
+	}
+	// subkit has closed the executor: what the command left running was ended, not left to run.
+	left := res.Survivors
+	lingered := res.Lingering
+	res.Lingering = false
 	io.WriteString(stdout, bash.Render(res, nil))
+	if lingered {
+		names := make([]string, len(left))
+		for i, p := range left {
+			names[i] = fmt.Sprintf("pid %d (%s)", p.Pid, p.Comm)
+		}
+		fmt.Fprintf(stdout, "[the command left %d process(es) running in the background (%s); subkit ended them as it exited]\n",
+			max(len(left), 1), strings.Join(names, ", "))
+	}
 	switch {
 	case res.TimedOut:
 		return exitTimeout

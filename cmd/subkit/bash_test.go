@@ -99,7 +99,7 @@ func TestBashCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	code, out, _ := bashCLI(t, ctx, "", "--json", "echo started; sleep 1000")
-	require.Equal(t, 0, code)
+	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
 	o := decode[bashOutput](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "started\n", o.Stdout.Tail)
@@ -159,7 +159,9 @@ func TestBashErrors(t *testing.T) {
 		{[]string{"--bogus", "true"}, "invalid", exitUsage, "bogus"},
 		{[]string{"--env", "NOEQUALS", "true"}, "invalid", exitUsage, "NOEQUALS"},
 		{[]string{"--env", "DSH_SESSION=x", "true"}, "invalid", exitUsage, "DSH_SESSION"},
-		{[]string{"--timeout", "-1s", "true"}, "invalid", exitUsage, "Timeout"},
+		{[]string{"--timeout", "-1s", "true"}, "invalid", exitUsage, "--timeout"},
+		{[]string{"--managed-env", "NOEQUALS", "true"}, "invalid", exitUsage, "--managed-env"},
+		{[]string{"--managed-env", "HOME=/x", "true"}, "invalid", exitUsage, "HOME"},
 		{[]string{"--stdout-max", "-5", "true"}, "invalid", exitUsage, "StdoutMaxBytes"},
 		{[]string{"--config", badCfg, "true"}, "invalid", exitUsage, "bogus"},
 		{[]string{"--config", aboveMax, "true"}, "invalid", exitUsage, "timeoutMs"},
@@ -193,4 +195,38 @@ func TestBashUsage(t *testing.T) {
 	for _, s := range []string{"--stdout-max", "--config", "Exit status", "124", "130", "127", "126", `"cancelled"`} {
 		assert.Contains(t, out, s)
 	}
+}
+
+// The JSON says which timeout applied, what was left running and whether pipes were held; text
+// mode says a timeout was lowered and that what was left running was ended.
+func TestBashJSONReportsAll(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("maxTimeoutMs: 3000\ntimeoutMs: 2000\ndrainMs: 50\n"), 0o644))
+	code, out, _ := bashCLI(t, context.Background(), "", "--config", cfg, "--json", "--timeout", "20s", "sleep 1000 & echo up")
+	require.Equal(t, 0, code, out)
+	o := decode[bashOutput](t, out)
+	assert.Equal(t, int64(3000), o.TimeoutMs, "the applied timeout: the cap")
+	assert.True(t, o.PipesHeld)
+	require.Len(t, o.Survivors, 1)
+	assert.Equal(t, "sleep", o.Survivors[0].Comm)
+	assert.False(t, o.Cancelled)
+
+	code, out, _ = bashCLI(t, context.Background(), "", "--config", cfg, "--json", "true")
+	require.Equal(t, 0, code)
+	o = decode[bashOutput](t, out)
+	assert.Equal(t, int64(2000), o.TimeoutMs, "the configuration's timeout")
+	assert.NotNil(t, o.Survivors, "a list, never null")
+	code, out, _ = bashCLI(t, context.Background(), "", "--config", cfg, "--json", "--timeout", "0", "true")
+	require.Equal(t, 0, code)
+	assert.Equal(t, int64(3000), decode[bashOutput](t, out).TimeoutMs, "--timeout 0: none of its own, the cap applies")
+
+	code, out, errOut := bashCLI(t, context.Background(), "", "--config", cfg, "--timeout", "20s", "sleep 1000 & echo up")
+	require.Equal(t, 0, code)
+	assert.Contains(t, errOut, "[subkit: --timeout 20s is above maxTimeoutMs; 3s applied]")
+	assert.Contains(t, out, "subkit ended them as it exited]")
+	assert.NotContains(t, out, "kill ", "no advice to kill what is already ended")
+
+	code, out, _ = bashCLI(t, context.Background(), "", "--json", "--managed-env", "DSH_TASK=7", `echo "$DSH_TASK"`)
+	require.Equal(t, 0, code)
+	assert.Equal(t, "7\n", decode[bashOutput](t, out).Stdout.Tail)
 }

@@ -63,6 +63,22 @@ func noteTruncated(w io.Writer, stream string, truncated bool, shown int, total 
 	fmt.Fprintln(w, "]")
 }
 
+// checkDir refuses a --dir that is not an existing directory: bad usage, not a program that
+// was not found.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--dir %s is not a directory", dir)
+	}
+	return nil
+}
+
 // readStdinFile reads the bytes that --stdin-file names: the file, or stdin for "-".
 func readStdinFile(name string, stdin io.Reader) ([]byte, error) {
 	var data []byte
@@ -87,6 +103,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer)
 		fmt.Fprint(stdout, usage)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		fmt.Fprint(stdout, "\n"+exitStatusText)
 		return true, nil
 	}
 	return false, err

@@ -19,15 +19,15 @@ const execUsage = `usage: subkit exec [--dir D] [--env NAME=VALUE]... [--stdin-f
 Runs PROGRAM as a detached process tree with stdin from the null device (or --stdin-file),
 both output streams collected as a bounded tail plus a bounded spill file, and a credential-
 scrubbed environment. On timeout or Ctrl-C the whole tree gets SIGTERM, then SIGKILL after the
-grace.
+grace (a second Ctrl-C: at once). --timeout 0 means none. --sandbox confines it (Linux).
 
-With --json it prints one JSON object and exits 0 once the program has run:
-  {"argv","pid","exit_code"(null when signalled),"signal","timed_out","duration_ms",
-   "stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...}}
+With --json it prints one JSON object and exits 0 once the program has run (130 when
+interrupted):
+  {"argv","pid","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
+   "duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
+   "sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr), notes a truncation on
-stderr, and exits with the program's status: 128+N when killed by signal N, 124 on timeout.
-If the program cannot start: exit 127 (not found), 126 (not executable), 2 (bad flags or spec),
-with {"error":{"kind":"not_found"|"permission"|"invalid","message"}} under --json.
+stderr, and exits with the program's status.
 
 flags:
 `
@@ -44,6 +44,8 @@ type execOutput struct {
 	ExitCode   *int         `json:"exit_code"`
 	Signal     string       `json:"signal"`
 	TimedOut   bool         `json:"timed_out"`
+	TimeoutMs  int64        `json:"timeout_ms"` // the timeout that applied; 0: none
+	Cancelled  bool         `json:"cancelled"`  // interrupted (Ctrl-C, SIGTERM, SIGHUP)
 	DurationMs int64        `json:"duration_ms"`
 	Stdout     streamOutput `json:"stdout"`
 	Stderr     streamOutput `json:"stderr"`
@@ -93,7 +95,10 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case *spillBytes < 0:
 		return fail("invalid", exitUsage, fmt.Errorf("--spill-bytes %d must be 0 (no spill) or positive", *spillBytes))
 	case *timeout < 0 || *grace <= 0:
-		return fail("invalid", exitUsage, errors.New("--timeout must not be negative and --grace must be positive"))
+		return fail("invalid", exitUsage, errors.New("--timeout must not be negative (0: none) and --grace must be positive"))
+	}
+	if err := checkDir(*dir); err != nil {
+		return fail("invalid", exitUsage, err)
 	}
 	spec := subprocess.Spec{
 		Path: fs.Arg(0), Args: fs.Args()[1:], Dir: *dir, Env: env,
@@ -112,17 +117,20 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	defer svc.Close()
-	h, err := svc.Spawn(ctx, spec)
+	defer hurried(ctx, svc.Hurry)()
+	h, err := svc.Spawn(context.Background(), spec)
 	if err != nil {
 		kind, code := startFailure(err)
 		return fail(kind, code, err)
 	}
 	defer h.Close()
 	res, err := h.Wait(ctx)
-	if err != nil { // interrupted: end the tree, then report what it did
+	cancelled := err != nil
+	if cancelled { // interrupted: end the tree, then report what it did
 		h.Terminate(context.Background())
 		res, err = h.Wait(context.Background())
 		if err != nil {
@@ -132,6 +140,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *asJSON {
 		out := execOutput{
 			Argv: h.Argv(), Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
+			TimeoutMs: timeout.Milliseconds(), Cancelled: cancelled,
 			DurationMs: res.Duration.Milliseconds(),
 			Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
 			Sandbox: sandboxJSON(res.Sandbox),
@@ -140,6 +149,9 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			out.ExitCode = &res.ExitCode
 		}
 		writeJSON(stdout, out)
+		if cancelled {
+			return exitCancelled
+		}
 		return 0
 	}
 	stdout.Write(res.Stdout.Tail)
@@ -147,6 +159,9 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	noteTruncated(stderr, "stdout", res.Stdout.Truncated, len(res.Stdout.Tail), res.Stdout.TotalBytes, res.Stdout.SpillPath)
 	noteTruncated(stderr, "stderr", res.Stderr.Truncated, len(res.Stderr.Tail), res.Stderr.TotalBytes, res.Stderr.SpillPath)
 	switch {
+	case cancelled:
+		fmt.Fprintln(stderr, "[subkit: interrupted; the tree was terminated]")
+		return exitCancelled
 	case res.TimedOut:
 		fmt.Fprintf(stderr, "[subkit: timed out after %v; the tree was terminated]\n", *timeout)
 		return exitTimeout

@@ -12,7 +12,7 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Exit statuses of subkit itself.
+// Exit statuses of subkit itself: the one table of every command (exitStatusText).
 const (
 	exitFailure     = 1
 	exitUsage       = 2
@@ -20,7 +20,23 @@ const (
 	exitNotExec     = 126
 	exitNotFound    = 127
 	exitSignalShift = 128
+	exitCancelled   = 130 // interrupted, as a shell's after Ctrl-C
 )
+
+// exitStatusText is the exit-status table, printed by every command's -h and in the README.
+const exitStatusText = `Exit status, the same for every command:
+  N       the program's own status (text mode; under --json: 0 once it has run, the status is in the JSON)
+  128+N   a signal N ended the program (text mode)
+  124     the timeout (--timeout) ended it (text mode)
+  130     interrupted: a first Ctrl-C (or SIGTERM, SIGHUP) ends the tree with the grace, a second
+          one at once with SIGKILL; every JSON result says "cancelled"
+  126     the program cannot be executed
+  127     the program was not found
+  2       bad usage: flags, arguments, configuration, a --dir that is not a directory
+  1       any other failure
+Under --json every failure is {"error":{"kind","message"}}: kind is invalid, not_found,
+permission, unsupported, cancelled, shutdown or internal.
+`
 
 const usage = `usage: subkit COMMAND [flags] [args]
 
@@ -34,8 +50,9 @@ commands:
   code   run a snippet of python3, node or bash code and report its result
   mcp    serve the kit's tools (bash, shells, code, lsp diagnostics, process trees) over MCP
 
-Run "subkit COMMAND -h" for a command's flags.
-`
+Run "subkit COMMAND -h" for a command's flags; "subkit --version" for the version.
+
+` + exitStatusText
 
 func main() {
 	subprocess.HelperMain() // subkit is the kit's helper executable too (the guard)
@@ -43,11 +60,43 @@ func main() {
 }
 
 // runMain is main with the signals that end a command: Ctrl-C, SIGTERM, and SIGHUP (the
-// terminal closed), each treated alike.
+// terminal closed), each treated alike. The first cancels the command's context (its trees
+// are terminated with the grace); the second cuts the grace short (see hurried).
 func runMain(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	second := make(chan struct{})
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		close(second)
+	}()
+	return run(context.WithValue(ctx, secondInterrupt{}, (<-chan struct{})(second)), args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// secondInterrupt is the context key of the channel closed on a second interrupt.
+type secondInterrupt struct{}
+
+// hurried calls hurry (a Service's or an adapter's Hurry) on a second interrupt, until the
+// returned stop is called.
+func hurried(ctx context.Context, hurry func()) (stop func()) {
+	second, _ := ctx.Value(secondInterrupt{}).(<-chan struct{})
+	if second == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-second:
+			hurry()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // guarded says whether the CLI runs its Services with a guard (Linux: nothing a command
@@ -83,6 +132,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "--version", "version":
+		return cmdVersion(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "subkit: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

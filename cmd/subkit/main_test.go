@@ -147,7 +147,8 @@ func TestExecStartErrors(t *testing.T) {
 		{[]string{}, "invalid", exitUsage},
 		{[]string{"--tail-bytes", "-1", "--", "true"}, "invalid", exitUsage},
 		{[]string{"--env", "NOEQUALS", "--", "true"}, "invalid", exitUsage},
-		{[]string{"--dir", "/no/such/dir", "--", "true"}, "not_found", exitNotFound},
+		{[]string{"--dir", "/no/such/dir", "--", "true"}, "invalid", exitUsage}, // bad usage, not a program not found
+		{[]string{"--dir", noexec, "--", "true"}, "invalid", exitUsage},
 	}
 	for _, c := range cases {
 		code, out, _ := cli(t, "", append([]string{"exec", "--json"}, c.args...)...)
