@@ -18,8 +18,9 @@ Prints the process PID and its descendants, read from one snapshot of the proces
 A child counts only if it started no earlier than its parent, so a reused pid never adopts
 another process's children. With --json: [{"pid","ppid","pgid","sid","tpgid","start","comm"}],
 the root first, each process after its parent; "start" is the raw start token (Linux: clock
-ticks since boot). Exit status: 0, 1 when PID does not exist or the table cannot be read,
-2 for bad arguments.
+ticks since boot). A PID that does not exist is kind not_found, exit 1.
+
+flags:
 `
 
 type treeEntry struct {
@@ -34,34 +35,32 @@ type treeEntry struct {
 
 func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tree", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, treeUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "subkit tree: %v\n%s", err, treeUsage)
-		return exitUsage
+	fail := func(kind string, code int, err error) int {
+		return reportError(stdout, stderr, *asJSON, "tree", kind, code, err)
+	}
+	if help, err := parseFlags(fs, args, treeUsage, stdout); help {
+		return 0
+	} else if err != nil {
+		return fail("invalid", exitUsage, err)
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "subkit tree: want exactly one PID\n%s", treeUsage)
-		return exitUsage
+		return fail("invalid", exitUsage, errors.New("want exactly one PID: subkit tree [--json] PID"))
 	}
 	pid, err := strconv.Atoi(fs.Arg(0))
 	if err != nil || pid <= 0 {
-		fmt.Fprintf(stderr, "subkit tree: %q is not a pid\n", fs.Arg(0))
-		return exitUsage
+		return fail("invalid", exitUsage, fmt.Errorf("%q is not a pid", fs.Arg(0)))
 	}
 	tab, err := procinspect.Snapshot(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "subkit tree: %v\n", err)
-		return exitFailure
+		if errors.Is(err, procinspect.ErrUnsupported) {
+			return fail("unsupported", exitFailure, err)
+		}
+		return fail("internal", exitFailure, err)
 	}
 	root, ok := tab.Get(pid)
 	if !ok {
-		fmt.Fprintf(stderr, "subkit tree: no process %d\n", pid)
-		return exitFailure
+		return fail("not_found", exitFailure, fmt.Errorf("no process %d", pid))
 	}
 	procs := append([]procinspect.Proc{root}, tab.Descendants(root.Identity)...)
 	if *asJSON {

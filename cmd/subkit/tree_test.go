@@ -45,4 +45,12 @@ func TestTree(t *testing.T) {
 	code, _, errOut = cli(t, "", "tree", "999999999")
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "no process")
+
+	// Under --json the errors are JSON too.
+	code, out, _ = cli(t, "", "tree", "--json", "999999999")
+	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, "not_found", decode[errorOutput](t, out).Error.Kind)
+	code, out, _ = cli(t, "", "tree", "--json", "notapid")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "invalid", decode[errorOutput](t, out).Error.Kind)
 }
