@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -23,43 +24,39 @@ const codeUsage = `usage: subkit code --lang python3|node|bash [--timeout DUR] [
 Runs CODE (or the code read from stdin, for -) in a fresh private directory with the language's
 interpreter, stdin from the null device (or --stdin-file), a credential-scrubbed environment
 and bounded output. On timeout or Ctrl-C the whole tree gets SIGTERM, then SIGKILL after the
-grace; whatever the code leaves running is ended too.
+grace (a second Ctrl-C: at once); whatever the code leaves running is ended too. --timeout 0
+means none.
 
-With --json it prints one JSON object and exits 0 once the code has run:
-  {"language","exit_code"(null when signalled),"signal","timed_out","cancelled","pipes_held",
-   "duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
-   "error":{"name","value","traceback"} (only when the code raised or did not compile)}
+With --json it prints one JSON object and exits 0 once the code has run (130 when interrupted):
+  {"language","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
+   "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
+   "stderr":{...},"error":{"name","value","traceback"} (only when the code raised or did not compile)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr, where the interpreter's
-own traceback is), notes a truncation on stderr, and exits with the code's status: 128+N when
-killed by signal N, 124 on timeout, 130 when interrupted.
+own traceback is), notes a truncation on stderr, and exits with the code's status.
 
 With --cells, FILE's cells (split at lines that start with "# %%", or "// %%" for node; cells
 marked "# %% [markdown]" and empty ones are skipped; - reads stdin) run one after the other in
 one session: one interpreter whose state (variables, imports, the working directory) the cells
 share, as in a notebook. A cell that raises stops the run unless --keep-going; --timeout bounds
 each cell (it is then interrupted; an interpreter deaf to the interrupt for the grace is
-restarted). With --json it prints, and exits 0 once the cells ran:
-  {"language","executions":[{"execution_count","stdout":{...},"stderr":{...},
-   "results":[{"mime":{"text/plain",...},"main"}],"error":{"name","value","traceback"}|null,
-   "timed_out","cancelled","interrupted","restarted","duration_ms"}]}
+restarted). With --json it prints, and exits 0 once the cells ran (130 when interrupted):
+  {"language","cancelled","timeout_ms","executions":[{"execution_count","stdout":{...},
+   "stderr":{...},"results":[{"mime":{"text/plain",...},"main"}],
+   "error":{"name","value","traceback"}|null,"timed_out","cancelled","interrupted","restarted",
+   "duration_ms"}]}
 Without it, it prints each cell's stdout and results (text/plain; other MIME types named) to
 stdout, its stderr and error to stderr, and exits 0, 1 when a cell raised, 124 when one timed
-out, 130 when interrupted.
-
-If the code cannot run: exit 127 (interpreter not found or not executable), 2 (bad flags),
-with {"error":{"kind":"unavailable"|"invalid","message"}} under --json.
+out, 130 when interrupted. An interpreter that is not found is kind not_found, exit 127.
 
 flags:
 `
-
-// exitInterrupted is the status after Ctrl-C, as a shell reports SIGINT.
-const exitInterrupted = 130
 
 type codeOutput struct {
 	Language   string                 `json:"language"`
 	ExitCode   *int                   `json:"exit_code"`
 	Signal     string                 `json:"signal"`
 	TimedOut   bool                   `json:"timed_out"`
+	TimeoutMs  int64                  `json:"timeout_ms"` // 0: none
 	Cancelled  bool                   `json:"cancelled"`
 	PipesHeld  bool                   `json:"pipes_held"`
 	DurationMs int64                  `json:"duration_ms"`
@@ -72,7 +69,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("code", flag.ContinueOnError)
 	var (
 		lang        = fs.String("lang", "", "language: python3, node or bash (required)")
-		timeout     = fs.Duration("timeout", coderuntime.DefaultTimeout, "terminate the run after this long")
+		timeout     = fs.Duration("timeout", coderuntime.DefaultTimeout, "terminate the run (with --cells: interrupt a cell) after this long; 0: no timeout")
 		grace       = fs.Duration("grace", subprocess.DefaultGrace, "wait between SIGTERM and SIGKILL, and for pipes to drain")
 		tailBytes   = fs.Int("tail-bytes", coderuntime.DefaultOutputBytes, "bytes of each stream kept")
 		stdinFile   = fs.String("stdin-file", "", "file whose bytes become the code's stdin, or - for this process's stdin")
@@ -100,22 +97,26 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail("invalid", exitUsage, errors.New("--keep-going goes with --cells"))
 	case *cells == "" && fs.NArg() != 1:
 		return fail("invalid", exitUsage, errors.New("give the code as one argument, or - to read it from stdin"))
-	case *timeout <= 0 || *grace <= 0:
-		return fail("invalid", exitUsage, errors.New("--timeout and --grace must be positive"))
+	case *timeout < 0 || *grace <= 0:
+		return fail("invalid", exitUsage, errors.New("--timeout must not be negative (0: none) and --grace must be positive"))
 	case *tailBytes <= 0:
 		return fail("invalid", exitUsage, fmt.Errorf("--tail-bytes %d must be positive", *tailBytes))
 	case fs.Arg(0) == "-" && *stdinFile == "-":
 		return fail("invalid", exitUsage, errors.New("stdin cannot be both the code (-) and its input (--stdin-file -)"))
 	}
+	applied := *timeout
+	if applied == 0 {
+		applied = noTimeout
+	}
 	if *cells != "" {
 		return runCells(ctx, cellsRun{
 			lang: coderuntime.Language(*lang), file: *cells, keepGoing: *keepGoing, asJSON: *asJSON,
-			timeout: *timeout, grace: *grace, tailBytes: *tailBytes, interpreter: *interpreter,
+			timeout: applied, grace: *grace, tailBytes: *tailBytes, interpreter: *interpreter,
 		}, stdin, stdout, stderr)
 	}
 	req := coderuntime.Request{
 		Language: coderuntime.Language(*lang), Code: fs.Arg(0),
-		Timeout: *timeout, Grace: *grace, Interpreter: *interpreter,
+		Timeout: applied, Grace: *grace, Interpreter: *interpreter,
 		StdoutBytes: *tailBytes, StderrBytes: *tailBytes,
 	}
 	if req.Code == "-" {
@@ -133,27 +134,28 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		req.Stdin = data
 	}
 
-	rt, err := coderuntime.New(coderuntime.Config{ServiceConfig: serviceConfig()})
+	rt, stop, err := codeRuntime(ctx)
 	if err != nil {
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
-	defer rt.Close()
+	defer stop()
 	res, err := rt.Run(ctx, req)
 	if err != nil {
 		switch {
 		case errors.Is(err, coderuntime.ErrRuntimeUnavailable):
-			return fail("unavailable", exitNotFound, err)
+			return fail("not_found", exitNotFound, err)
 		case errors.Is(err, coderuntime.ErrInvalid), errors.Is(err, coderuntime.ErrUnsupportedLanguage):
 			return fail("invalid", exitUsage, err)
 		case errors.Is(err, context.Canceled):
-			return fail("interrupted", exitInterrupted, err)
+			return fail("cancelled", exitCancelled, err)
 		}
 		return fail("internal", exitFailure, err)
 	}
 	if *asJSON {
 		out := codeOutput{
 			Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut,
-			Cancelled: res.Cancelled, PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
+			TimeoutMs: timeoutMs(applied), Cancelled: res.Cancelled, PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
 			Stdout: streamJSON(streamResult(res.Stdout)), Stderr: streamJSON(streamResult(res.Stderr)),
 			Error: res.Error,
 		}
@@ -161,6 +163,9 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			out.ExitCode = &res.ExitCode
 		}
 		writeJSON(stdout, out)
+		if res.Cancelled {
+			return exitCancelled
+		}
 		return 0
 	}
 	io.WriteString(stdout, res.Stdout.Tail)
@@ -173,11 +178,42 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitTimeout
 	case res.Cancelled:
 		fmt.Fprintln(stderr, "[subkit: interrupted; the run was terminated]")
-		return exitInterrupted
+		return exitCancelled
 	case res.Signal != "":
 		return exitSignalShift + signalNumber(res.Signal)
 	}
 	return res.ExitCode
+}
+
+// noTimeout is --timeout 0: no timeout at all.
+const noTimeout = time.Duration(math.MaxInt64)
+
+// timeoutMs is a timeout for the JSON: 0 for none.
+func timeoutMs(d time.Duration) int64 {
+	if d == noTimeout {
+		return 0
+	}
+	return d.Milliseconds()
+}
+
+// codeRuntime is the code runtime of one command, on a Service of the command's own that a
+// second interrupt hurries; stop closes both.
+func codeRuntime(ctx context.Context) (*coderuntime.SubprocessRuntime, func(), error) {
+	svc, err := subprocess.New(serviceConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := coderuntime.New(coderuntime.Config{Service: svc})
+	if err != nil {
+		svc.Close()
+		return nil, nil, err
+	}
+	unhurry := hurried(ctx, svc.Hurry)
+	return rt, func() {
+		unhurry()
+		rt.Close()
+		svc.Close()
+	}, nil
 }
 
 // streamResult turns an Output back into the Service's shape for streamJSON (the tail is
@@ -198,6 +234,8 @@ type cellsRun struct {
 
 type cellsOutput struct {
 	Language   string            `json:"language"`
+	Cancelled  bool              `json:"cancelled"`
+	TimeoutMs  int64             `json:"timeout_ms"` // of each cell; 0: none
 	Executions []executionOutput `json:"executions"`
 }
 
@@ -230,11 +268,12 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 		return fail("invalid", exitUsage, fmt.Errorf("read the cells: %w", err))
 	}
 	list := splitCells(string(src))
-	rt, err := coderuntime.New(coderuntime.Config{ServiceConfig: serviceConfig()})
+	rt, stop, err := codeRuntime(ctx)
 	if err != nil {
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
-	defer rt.Close()
+	defer stop()
 	s, err := rt.NewSession(ctx, coderuntime.SessionConfig{
 		Language: c.lang, Interpreter: c.interpreter, Timeout: c.timeout, Grace: c.grace,
 		StdoutBytes: c.tailBytes, StderrBytes: c.tailBytes,
@@ -242,22 +281,22 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		switch {
 		case errors.Is(err, coderuntime.ErrRuntimeUnavailable):
-			return fail("unavailable", exitNotFound, err)
+			return fail("not_found", exitNotFound, err)
 		case errors.Is(err, coderuntime.ErrInvalid), errors.Is(err, coderuntime.ErrUnsupportedLanguage):
 			return fail("invalid", exitUsage, err)
 		case errors.Is(err, context.Canceled):
-			return fail("interrupted", exitInterrupted, err)
+			return fail("cancelled", exitCancelled, err)
 		}
 		return fail("internal", exitFailure, err)
 	}
 	defer s.Close()
-	out := cellsOutput{Language: string(c.lang), Executions: []executionOutput{}}
+	out := cellsOutput{Language: string(c.lang), TimeoutMs: timeoutMs(c.timeout), Executions: []executionOutput{}}
 	status := 0
 	for _, code := range list {
 		ex, err := s.Run(ctx, coderuntime.Cell{Code: code}, coderuntime.Callbacks{})
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
-				status = exitInterrupted
+				status = exitCancelled
 				break
 			}
 			return fail("internal", exitFailure, err)
@@ -268,7 +307,7 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 		}
 		switch {
 		case ex.Cancelled:
-			status = exitInterrupted
+			status = exitCancelled
 		case ex.TimedOut:
 			status = max(status, exitTimeout)
 		case ex.Error != nil || ex.Restarted:
@@ -279,10 +318,14 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 		}
 	}
 	if c.asJSON {
+		out.Cancelled = status == exitCancelled
 		writeJSON(stdout, out)
+		if out.Cancelled {
+			return exitCancelled
+		}
 		return 0
 	}
-	if status == exitInterrupted {
+	if status == exitCancelled {
 		fmt.Fprintln(stderr, "[subkit: interrupted; the cell was interrupted and the session ended]")
 	}
 	return status

@@ -144,7 +144,7 @@ func TestCodeInterrupted(t *testing.T) {
 	defer cancel()
 	time.AfterFunc(500*time.Millisecond, cancel)
 	code, out, _ := codeCLI(t, ctx, "", "code", "--lang", "bash", "--json", "--grace", "200ms", "echo hi; sleep 1000")
-	require.Equal(t, 0, code)
+	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
 	o := decode[codeOutput](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "hi\n", o.Stdout.Tail)
@@ -153,8 +153,21 @@ func TestCodeInterrupted(t *testing.T) {
 	defer cancel()
 	time.AfterFunc(500*time.Millisecond, cancel)
 	code, _, errOut := codeCLI(t, ctx, "", "code", "--lang", "bash", "--grace", "200ms", "sleep 1000")
-	assert.Equal(t, exitInterrupted, code)
+	assert.Equal(t, exitCancelled, code)
 	assert.Contains(t, errOut, "interrupted")
+}
+
+// --timeout 0 is no timeout, and the JSON says which applied.
+func TestCodeTimeoutZero(t *testing.T) {
+	code, out, _ := codeCLI(t, context.Background(), "", "code", "--lang", "python3", "--json", "--timeout", "0", "print(1)")
+	require.Equal(t, 0, code, out)
+	o := decode[codeOutput](t, out)
+	assert.Equal(t, int64(0), o.TimeoutMs)
+	assert.Equal(t, "1\n", o.Stdout.Tail)
+	assert.False(t, o.TimedOut)
+	code, out, _ = codeCLI(t, context.Background(), "", "code", "--lang", "python3", "--json", "--timeout", "7s", "print(1)")
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, int64(7000), decode[codeOutput](t, out).TimeoutMs)
 }
 
 func TestCodeErrors(t *testing.T) {
@@ -167,12 +180,12 @@ func TestCodeErrors(t *testing.T) {
 		{[]string{"--lang", "cobol", "x"}, "invalid", exitUsage},
 		{[]string{"--lang", "bash"}, "invalid", exitUsage},
 		{[]string{"--lang", "bash", "a", "b"}, "invalid", exitUsage},
-		{[]string{"--lang", "bash", "--timeout", "0", "x"}, "invalid", exitUsage},
+		{[]string{"--lang", "bash", "--timeout", "-1s", "x"}, "invalid", exitUsage},
 		{[]string{"--lang", "bash", "--tail-bytes", "0", "x"}, "invalid", exitUsage},
 		{[]string{"--lang", "bash", "--stdin-file", "-", "-"}, "invalid", exitUsage},
 		{[]string{"--lang", "bash", "--stdin-file", "/no/such/file", "x"}, "invalid", exitUsage},
 		{[]string{"--bogus"}, "invalid", exitUsage},
-		{[]string{"--lang", "bash", "--interpreter", "subkit-no-such-bash", "x"}, "unavailable", exitNotFound},
+		{[]string{"--lang", "bash", "--interpreter", "subkit-no-such-bash", "x"}, "not_found", exitNotFound},
 	}
 	for _, c := range cases {
 		code, out, _ := codeRun(t, "", append([]string{"code", "--json"}, c.args...)...)
@@ -276,7 +289,7 @@ func TestCodeCellsErrors(t *testing.T) {
 		{[]string{"--lang", "python3", "--cells", f, "--stdin-file", f}, "invalid", exitUsage},
 		{[]string{"--lang", "python3", "--keep-going", "1"}, "invalid", exitUsage},
 		{[]string{"--lang", "python3", "--cells", "/no/such/file"}, "invalid", exitUsage},
-		{[]string{"--lang", "python3", "--cells", f, "--interpreter", "subkit-no-such-python"}, "unavailable", exitNotFound},
+		{[]string{"--lang", "python3", "--cells", f, "--interpreter", "subkit-no-such-python"}, "not_found", exitNotFound},
 	}
 	for _, c := range cases {
 		code, out, _ := codeRun(t, "", append([]string{"code", "--json"}, c.args...)...)
