@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/shell"
+	"github.com/subkit/subkit/subprocess"
 )
 
 const shellUsage = `usage: subkit shell --script FILE [--yield DUR] [--json]
@@ -31,11 +32,9 @@ exit_code is its status, null when a signal ended it), "syntax_error" (refused b
 nothing ran) or "refused" (not run: an earlier line still runs, or the shell has exited);
 output is the step's new output (its head and tail beyond 64000 bytes), foreground and notes
 appear when there is something to say; the last "exit_code" is the last step's. It exits 0 once
-the session has run. Without --json it prints each step as "$ command", its output and a
-bracketed status line ("> " lines as they are), and exits with the last step's exit code (0
-when it has none).
-Exit status when it cannot run: 2 (bad flags or file), 127 (bash not found), 1 (other); 130
-when interrupted.
+the session has run (130 when interrupted). Without --json it prints each step as
+"$ command", its output and a bracketed status line ("> " lines as they are), and exits with the
+last step's exit code (0 when it has none).
 
 flags:
 `
@@ -51,8 +50,9 @@ type shellStep struct {
 }
 
 type shellOutput struct {
-	Steps    []shellStep `json:"steps"`
-	ExitCode *int        `json:"exit_code"`
+	Steps     []shellStep `json:"steps"`
+	ExitCode  *int        `json:"exit_code"`
+	Cancelled bool        `json:"cancelled"` // interrupted: the session was closed
 }
 
 // cmdShell is `subkit shell`.
@@ -84,7 +84,14 @@ func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail("invalid", exitUsage, fmt.Errorf("--script: %w", err))
 	}
 
-	s, err := shell.Open(ctx, shell.Config{ServiceConfig: serviceConfig()})
+	svc, err := subprocess.New(serviceConfig())
+	if err != nil {
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
+	}
+	defer svc.Close()
+	defer hurried(ctx, svc.Hurry)()
+	s, err := shell.Open(ctx, shell.Config{Service: svc})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail("cancelled", exitCancelled, err)
@@ -96,6 +103,7 @@ func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := s.Close(); err != nil {
 		fmt.Fprintf(stderr, "subkit: %v\n", err)
 	}
+	out.Cancelled = interrupted
 	if *asJSON {
 		writeJSON(stdout, out)
 	} else {
