@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,6 +177,12 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *httpAddr != "" {
 		serveErr = s.serveHTTP(ctx, server, *httpAddr, stderr)
 	} else {
+		// A client gone while the server writes: the write fails with EPIPE and the server
+		// shuts down, instead of dying of SIGPIPE (a handled signal is not inherited by what
+		// the server starts, an ignored one would be).
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
 		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 		serveErr = server.Run(ctx, t)
 	}

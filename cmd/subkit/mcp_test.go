@@ -750,6 +750,29 @@ func TestMcpHTTP(t *testing.T) {
 	assert.Contains(t, errOut, "only a loopback address")
 }
 
+// An interrupt ends a stdio server too, while its client is still connected: status 130.
+func TestMcpInterrupted(t *testing.T) {
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	t.Setenv(testutil.MarkVar, mark)
+	t.Setenv("TMPDIR", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fromServer, toClient := io.Pipe()
+	fromClient, toServer := io.Pipe()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"mcp"}, fromClient, toClient, io.Discard) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test"}, nil)
+	sess, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: fromServer, Writer: toServer}, nil)
+	require.NoError(t, err)
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}})
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n[exit code 0]\n", mcpText(res))
+	cancel()
+	assert.Equal(t, exitCancelled, <-done)
+	assert.NoError(t, sess.Close())
+}
+
 func TestMcpUsage(t *testing.T) {
 	code, out, _ := cli(t, "", "mcp", "-h")
 	assert.Equal(t, 0, code)
