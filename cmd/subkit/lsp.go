@@ -54,10 +54,9 @@ FILE:LINE:COL: SEVERITY: MESSAGE lines under a "FILE: version N (after open): K 
 line, the hover text and how the server ended; the stderr tail goes to stderr when the server
 did not end cleanly.
 
-Exit status: 0 when every step worked (diagnostics do not change it); 1 when a step failed, the
-server crashed, or it had to be terminated or killed at shutdown (error kind "shutdown"); 130
-when interrupted; 127 when SERVER is not found, 126 when it cannot be executed, 2 for bad
-flags, each with {"error":{"kind","message"}} under --json.
+Exit status: 0 when every step worked (diagnostics do not change it); 1 when a step failed
+(error kind failed, timeout, server_exited or protocol), or the server had to be terminated or
+killed at shutdown (kind shutdown); otherwise as the table below.
 
 flags:
 `
@@ -74,6 +73,7 @@ type lspOutput struct {
 	StderrTail       string          `json:"stderr_tail"`
 	Stderr           *streamOutput   `json:"stderr,omitempty"`
 	Error            *lspError       `json:"error,omitempty"`
+	Cancelled        bool            `json:"cancelled"` // interrupted (Ctrl-C, SIGTERM, SIGHUP)
 	escaped          int             // processes outside the server's group that Shutdown ended
 	enc              lsp.PositionEncoding
 }
@@ -196,9 +196,11 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	defer svc.Close()
+	defer hurried(ctx, svc.Hurry)()
 
 	session, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -353,7 +355,7 @@ func lspFailure(ctx context.Context, err error) *lspError {
 	kind := "failed"
 	switch {
 	case ctx.Err() != nil:
-		kind = "interrupted"
+		kind = "cancelled"
 	case errors.Is(err, context.DeadlineExceeded):
 		kind = "timeout"
 	case errors.As(err, &exit) && exit.Cause == nil:
@@ -382,11 +384,12 @@ func printLsp(stdout, stderr io.Writer, asJSON bool, out lspOutput, texts map[st
 	code := 0
 	if out.Error != nil {
 		code = exitFailure
-		if out.Error.Kind == "interrupted" {
-			code = exitSignalShift + 2
+		if out.Error.Kind == "cancelled" {
+			code = exitCancelled
 		}
 	}
 	if asJSON {
+		out.Cancelled = out.Error != nil && out.Error.Kind == "cancelled"
 		writeJSON(stdout, out)
 		return code
 	}

@@ -35,7 +35,8 @@ const exitStatusText = `Exit status, the same for every command:
   2       bad usage: flags, arguments, configuration, a --dir that is not a directory
   1       any other failure
 Under --json every failure is {"error":{"kind","message"}}: kind is invalid, not_found,
-permission, unsupported, cancelled, shutdown or internal.
+permission, unsupported, cancelled or internal (lsp adds failed, timeout, server_exited,
+protocol and shutdown).
 `
 
 const usage = `usage: subkit COMMAND [flags] [args]

@@ -20,14 +20,15 @@ Runs PROGRAM on a terminal (pty) of its own, as a session leader.
 
 Without --script it is an interactive pass-through: this terminal goes to raw mode, keys go to
 the program, its screen comes back, and a resize here resizes it. It exits with the program's
-status (128+N when killed by signal N).
+status.
 
 With --script it types FILE's lines one by one (each after the output has been quiet for a
-moment), waits for the program to finish or --timeout (default 10s; then it terminates the
-program and everything it started), and prints
-  {"transcript":"...","exit_code":N|null,"signal":"","foreground_seen":[{"pid","pgid","comm"}]}
-with --json (the transcript alone without), exiting 0 once the program has run.
-Exit status when it cannot run: 2 (bad flags), 127 (not found), 126 (not executable), 1 (other).
+moment), waits for the program to finish or --timeout (default 10s, 0: none; then it
+terminates the program and everything it started), and prints
+  {"transcript":"...","exit_code":N|null,"signal":"","timed_out","timeout_ms","cancelled",
+   "foreground_seen":[{"pid","pgid","comm"}]}
+with --json (the transcript alone without), exiting 0 once the program has run (124 on the
+timeout and 130 when interrupted without --json, 130 with it).
 
 flags:
 `
@@ -42,6 +43,9 @@ type termOutput struct {
 	Transcript     string    `json:"transcript"`
 	ExitCode       *int      `json:"exit_code"`
 	Signal         string    `json:"signal"`
+	TimedOut       bool      `json:"timed_out"`
+	TimeoutMs      int64     `json:"timeout_ms"` // 0: none
+	Cancelled      bool      `json:"cancelled"`
 	ForegroundSeen []fgEntry `json:"foreground_seen"`
 }
 
@@ -67,8 +71,8 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail("invalid", exitUsage, errors.New("no program given: subkit term [flags] -- PROGRAM [ARGS...]"))
 	case *cols < 0 || *rows < 0:
 		return fail("invalid", exitUsage, errors.New("--cols and --rows must not be negative"))
-	case *timeout <= 0:
-		return fail("invalid", exitUsage, errors.New("--timeout must be positive"))
+	case *timeout < 0:
+		return fail("invalid", exitUsage, errors.New("--timeout must not be negative (0: none)"))
 	case *script == "" && *asJSON:
 		return fail("invalid", exitUsage, errors.New("--json needs --script"))
 	}
@@ -90,9 +94,11 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	svc, err := subprocess.New(serviceConfig())
 	if err != nil {
-		return fail("internal", exitFailure, err)
+		kind, code := startFailure(err)
+		return fail(kind, code, err)
 	}
 	defer svc.Close()
+	defer hurried(ctx, svc.Hurry)()
 	spec := subprocess.TerminalSpec{Path: fs.Arg(0), Args: fs.Args()[1:], Cols: *cols, Rows: *rows}
 	if *script == "" {
 		return interactive(ctx, svc, spec, stdin, stdout, stderr)
@@ -109,14 +115,25 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	} else {
 		io.WriteString(stdout, out.Transcript)
 	}
+	switch {
+	case out.Cancelled:
+		return exitCancelled
+	case *asJSON:
+		return 0
+	case out.TimedOut:
+		return exitTimeout
+	}
 	return 0
 }
 
 // quiet is how long the output must rest before the next scripted line is typed.
 const quiet = 150 * time.Millisecond
 
-func runScript(ctx context.Context, term *subprocess.Terminal, lines []string, timeout time.Duration) termOutput {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func runScript(parent context.Context, term *subprocess.Terminal, lines []string, timeout time.Duration) termOutput {
+	ctx, cancel := parent, context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, timeout)
+	}
 	defer cancel()
 	seen := map[fgEntry]bool{}
 	out := termOutput{ForegroundSeen: []fgEntry{}}
@@ -170,6 +187,9 @@ func runScript(ctx context.Context, term *subprocess.Terminal, lines []string, t
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	out.Cancelled = parent.Err() != nil
+	out.TimedOut = !out.Cancelled && ctx.Err() != nil && !isClosedChan(term.Done())
+	out.TimeoutMs = timeout.Milliseconds()
 	term.Terminate(context.Background())
 	res, _ := term.Wait(context.Background())
 	if d, err := term.ReadOutput(0, 0); err == nil {

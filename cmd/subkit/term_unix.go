@@ -101,6 +101,9 @@ func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.T
 		fmt.Fprintf(stderr, "subkit: %v\n", err)
 		return exitFailure
 	}
+	if ctx.Err() != nil {
+		return exitCancelled
+	}
 	if res.Signal != "" {
 		return exitSignalShift + signalNumber(res.Signal)
 	}
