@@ -32,7 +32,7 @@ const mcpUsage = `usage: subkit mcp [--config FILE] [--sandbox [--writable DIR].
                   [--lsp EXT=SERVER [ARGS]]... [--progress DUR] [--http 127.0.0.1:PORT]
 
 Serves the kit as a Model Context Protocol server: over stdin and stdout (newline-delimited
-JSON-RPC) until the client closes stdin, or with --http over streamable HTTP on a loopback
+JSON-RPC) until the client closes stdin (what it asked before is answered first), or with --http over streamable HTTP on a loopback
 address at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and output
 schemas:
 
@@ -183,8 +183,8 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		pipe := make(chan os.Signal, 1)
 		signal.Notify(pipe, syscall.SIGPIPE)
 		defer signal.Stop(pipe)
-		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-		serveErr = server.Run(ctx, t)
+		d := newStdioDrain(ctx, stdin, stdout)
+		serveErr = server.Run(ctx, &mcp.IOTransport{Reader: d, Writer: d})
 	}
 	if err := s.shutdown(); err != nil {
 		fmt.Fprintf(stderr, "subkit mcp: shutdown: %v\n", err)
@@ -197,10 +197,6 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	return 0
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // parseLspArg parses --lsp EXT=SERVER [ARGS].
 func parseLspArg(s string) (ext string, argv []string, err error) {

@@ -750,6 +750,37 @@ func TestMcpHTTP(t *testing.T) {
 	assert.Contains(t, errOut, "only a loopback address")
 }
 
+// Requests piped in, stdin then closed: every one is answered before the server exits (a
+// half-close does not drop the answers in flight), the slow call's too.
+func TestMcpPipedRequests(t *testing.T) {
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	cmd := exec.Command(os.Args[0], "mcp")
+	cmd.Env = append(os.Environ(), asCLIVar+"=1", testutil.MarkVar+"="+mark, "TMPDIR="+t.TempDir())
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 0.3; echo hi"}}}`,
+		`{"jsonrpc":"2.0","id":"four","method":"tools/call","params":{"name":"bash_read","arguments":{"id":"x","max_bytes":"many"}}}`,
+	}, "\n")) // the last line without its newline
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr: %s", &stderr)
+	answers := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		answers[fmt.Sprint(m["id"])] = m
+	}
+	require.Len(t, answers, 4, "%s", out)
+	assert.Equal(t, "subkit", answers["1"]["result"].(map[string]any)["serverInfo"].(map[string]any)["name"])
+	assert.Len(t, answers["2"]["result"].(map[string]any)["tools"], len(mcpToolNames))
+	assert.Equal(t, "hi\n[exit code 0]\n", answers["3"]["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, true, answers["four"]["result"].(map[string]any)["isError"])
+}
+
 // An interrupt ends a stdio server too, while its client is still connected: status 130.
 func TestMcpInterrupted(t *testing.T) {
 	mark := testutil.Mark()
