@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/subkit/subkit/internal/tail"
 	"github.com/subkit/subkit/internal/utf8bridge"
@@ -271,24 +270,17 @@ func (c *collector) closeSpill() {
 	c.spill = nil
 }
 
-// cut makes a pump still blocked on r return as soon as it has read what r already holds:
-// through a read deadline in the past where r has deadlines, else through cutBlocked where the
-// platform has one (Windows, whose os.Pipe ends are not pollable). It returns why the cut could
-// not be made (a file its pump has already closed included).
-func cut(r *os.File) error {
+// cutOutput makes the pump blocked on r return once it has read what r holds (see cut, per
+// OS), and logs why it could not, unless the pump had closed r already or r has no deadline by
+// design (a blocking pty master on macOS, whose read ends when the terminal's last holder goes).
+func (s *Service) cutOutput(r *os.File) {
 	if r == nil {
-		return nil
+		return
 	}
-	err := r.SetReadDeadline(time.Unix(1, 0))
-	if errors.Is(err, os.ErrNoDeadline) && cutBlocked != nil {
-		return cutBlocked(r)
+	if err := cut(r); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrNoDeadline) {
+		s.log.Warn("output not cut", "file", r.Name(), "err", err)
 	}
-	return err
 }
-
-// cutBlocked ends the reads blocked on a file that has no read deadline; nil where the platform
-// has no way to (see cut_windows.go).
-var cutBlocked func(r *os.File) error
 
 // seal closes the spill file once the stream has ended; when that fails before a result has
 // named the file, the path is not published.

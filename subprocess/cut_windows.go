@@ -14,7 +14,13 @@ import (
 // os.ErrNoDeadline, so the deadline cut of the other platforms does nothing, and a pump would
 // stay blocked in ReadFile for as long as anything holds the write end. The cut cancels the
 // blocked read instead.
-func init() { cutBlocked = cancelPipeRead }
+func cut(r *os.File) error {
+	err := r.SetReadDeadline(time.Unix(1, 0))
+	if errors.Is(err, os.ErrNoDeadline) {
+		return cancelPipeRead(r)
+	}
+	return err
+}
 
 // Back-off of the repeated cancels of cancelPipeRead.
 const (

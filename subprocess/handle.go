@@ -279,7 +279,7 @@ func (h *Handle) escalate(sweep bool) error {
 // cutPumps makes every pump return once it has read what its pipe holds.
 func (h *Handle) cutPumps() {
 	for _, r := range h.pumpsR {
-		cut(r)
+		h.svc.cutOutput(r)
 	}
 }
 

@@ -398,7 +398,7 @@ func (t *Terminal) escalate() error {
 		}
 		return &TerminateError{Survivors: left}
 	}
-	cut(t.master) // what still holds the terminal is not of the tree
+	t.svc.cutOutput(t.master) // what still holds the terminal is not of the tree
 	return nil
 }
 
@@ -482,7 +482,7 @@ func (t *Terminal) ended() <-chan struct{} { return t.endedCh }
 // end terminates whatever the terminal started and stops reading its output.
 func (t *Terminal) end(ctx context.Context, _ bool) error {
 	err := t.Terminate(ctx)
-	cut(t.master)
+	t.svc.cutOutput(t.master)
 	return err
 }
 
