@@ -13,18 +13,17 @@ FUZZTIME ?= 3s
 
 test: deps fmt-check vet generate-check unit fuzz test-windows
 
-# Debian's python3-matplotlib, for the coderuntime test of a real plot, installed with apt-get
-# (after one apt-get update) only when it is missing; a failed install leaves that test skipped.
+# Debian packages of the tests, installed with apt-get (one apt-get update for all) only when
+# missing: python3-matplotlib, for the coderuntime test of a real plot, and bubblewrap, the
+# sandbox's second backend. A failed install leaves those tests skipped, saying why.
 deps: tools
 	$(GO) mod download
-	@if command -v apt-get >/dev/null 2>&1 && ! dpkg -s python3-matplotlib >/dev/null 2>&1; then \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib; } || \
-			echo "make deps: python3-matplotlib not installed; TestSessionMatplotlibFigure will skip"; \
-	fi
-	@# bubblewrap, the sandbox's second backend, the same way: without it its tests skip.
-	@if command -v apt-get >/dev/null 2>&1 && ! command -v bwrap >/dev/null 2>&1; then \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } || \
-			echo "make deps: bubblewrap not installed; the sandbox tests of the bwrap backend will skip"; \
+	@missing=""; \
+	dpkg -s python3-matplotlib >/dev/null 2>&1 || missing="$$missing python3-matplotlib"; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } || \
+			echo "make deps:$$missing not installed; TestSessionMatplotlibFigure and the bwrap backend's sandbox tests will skip"; \
 	fi
 
 # The language servers of the lsp tests, pinned, each skipped when present: gopls v0.23.0
