@@ -157,6 +157,17 @@ func (c *mcpConn) callOK(t *testing.T, name string, args map[string]any, out any
 	return text
 }
 
+// try is callOK for the condition of an Eventually (which runs it on a goroutine of its own,
+// where a test must not fail): it reports whether the call succeeded and decoded into out.
+func (c *mcpConn) try(name string, args map[string]any, out any) bool {
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil || res.IsError {
+		return false
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	return err == nil && json.Unmarshal(b, out) == nil
+}
+
 // callErr calls a tool that must answer with a tool error, and returns its text.
 func (c *mcpConn) callErr(t *testing.T, name string, args map[string]any) string {
 	t.Helper()
@@ -460,8 +471,7 @@ func TestMcpBackground(t *testing.T) {
 
 			var rd bashReadOut
 			require.Eventually(t, func() bool {
-				c.callOK(t, "bash_read", map[string]any{"id": st.ID}, &rd)
-				return rd.Stdout.Data == "one\n" && rd.Stderr.Data == "err\n" && len(testutil.Tagged(tag)) == 1
+				return c.try("bash_read", map[string]any{"id": st.ID}, &rd) && rd.Stdout.Data == "one\n" && rd.Stderr.Data == "err\n" && len(testutil.Tagged(tag)) == 1
 			}, 10*time.Second, 10*time.Millisecond, "last read: %+v", rd)
 			assert.True(t, rd.Running)
 			assert.Nil(t, rd.Result)
@@ -703,8 +713,7 @@ func TestMcpProcessTree(t *testing.T) {
 	c.callOK(t, "bash_start", map[string]any{"command": "exec sleep " + tag}, &st)
 	var tree processTreeOut
 	require.Eventually(t, func() bool {
-		c.callOK(t, "process_tree", map[string]any{}, &tree)
-		return slices.ContainsFunc(tree.Processes, func(p treeProcOut) bool { return p.Pid == st.Pid && p.Comm == "sleep" })
+		return c.try("process_tree", map[string]any{}, &tree) && slices.ContainsFunc(tree.Processes, func(p treeProcOut) bool { return p.Pid == st.Pid && p.Comm == "sleep" })
 	}, 10*time.Second, 10*time.Millisecond, "%+v", tree)
 	assert.Equal(t, c.pid, tree.Root)
 	assert.Equal(t, c.pid, tree.Processes[0].Pid)
