@@ -3,6 +3,8 @@ package coderuntime
 import (
 	"context"
 	"time"
+
+	"github.com/subkit/subkit/sandbox"
 )
 
 // Language names the language of a Request's code.
@@ -98,6 +100,8 @@ type Result struct {
 	// PipesHeld: processes the code started still held its output open after it exited; the
 	// result did not wait for them beyond the drain grace, and they were ended.
 	PipesHeld bool
+	// Sandbox says how the run was confined (the Service's Config.Sandbox), or is nil.
+	Sandbox *sandbox.Report
 	// Duration is the run's wall time, from start to the settled result.
 	Duration time.Duration
 	// Stdout and Stderr are what the code wrote, each kept apart.

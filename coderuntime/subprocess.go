@@ -474,7 +474,7 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 
 	res, cancelled, err := r.wait(ctx, h, spec.Grace)
 	out.ExitCode, out.Signal, out.TimedOut, out.Cancelled = res.ExitCode, res.Signal, res.TimedOut, cancelled
-	out.PipesHeld, out.Duration = res.PipesHeld, res.Duration
+	out.PipesHeld, out.Duration, out.Sandbox = res.PipesHeld, res.Duration, res.Sandbox
 	out.Stdout, out.Stderr = output(res.Stdout), output(res.Stderr)
 	if lang.preludeFile != "" {
 		ce, rerr := readCodeError(errPath, workPrefixes(work))

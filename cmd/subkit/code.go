@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -63,6 +64,7 @@ type codeOutput struct {
 	Stdout     streamOutput           `json:"stdout"`
 	Stderr     streamOutput           `json:"stderr"`
 	Error      *coderuntime.CodeError `json:"error,omitempty"`
+	Sandbox    *sandboxOutput         `json:"sandbox,omitempty"`
 }
 
 func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -78,12 +80,18 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		cells       = fs.String("cells", "", "run FILE's cells (split at \"# %%\" lines; - for stdin) in one session")
 		keepGoing   = fs.Bool("keep-going", false, "with --cells: run the cells after one that raised")
 	)
+	var sb sandboxFlags
+	sb.register(fs)
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "code", kind, code, err)
 	}
 	if help, err := parseFlags(fs, args, codeUsage, stdout); help {
 		return 0
 	} else if err != nil {
+		return fail("invalid", exitUsage, err)
+	}
+	policy, err := sb.policy(fs)
+	if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {
@@ -111,7 +119,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *cells != "" {
 		return runCells(ctx, cellsRun{
 			lang: coderuntime.Language(*lang), file: *cells, keepGoing: *keepGoing, asJSON: *asJSON,
-			timeout: applied, grace: *grace, tailBytes: *tailBytes, interpreter: *interpreter,
+			timeout: applied, grace: *grace, tailBytes: *tailBytes, interpreter: *interpreter, policy: policy,
 		}, stdin, stdout, stderr)
 	}
 	req := coderuntime.Request{
@@ -134,7 +142,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		req.Stdin = data
 	}
 
-	rt, stop, err := codeRuntime(ctx)
+	rt, stop, err := codeRuntime(ctx, policy)
 	if err != nil {
 		kind, code := startFailure(err)
 		return fail(kind, code, err)
@@ -155,7 +163,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *asJSON {
 		out := codeOutput{
 			Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut,
-			TimeoutMs: timeoutMs(applied), Cancelled: res.Cancelled, PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
+			TimeoutMs: timeoutMs(applied), Cancelled: res.Cancelled, Sandbox: sandboxJSON(res.Sandbox), PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
 			Stdout: streamJSON(streamResult(res.Stdout)), Stderr: streamJSON(streamResult(res.Stderr)),
 			Error: res.Error,
 		}
@@ -196,10 +204,12 @@ func timeoutMs(d time.Duration) int64 {
 	return d.Milliseconds()
 }
 
-// codeRuntime is the code runtime of one command, on a Service of the command's own that a
-// second interrupt hurries; stop closes both.
-func codeRuntime(ctx context.Context) (*coderuntime.SubprocessRuntime, func(), error) {
-	svc, err := subprocess.New(serviceConfig())
+// codeRuntime is the code runtime of one command, on a Service of the command's own (confined
+// by policy when it is not nil) that a second interrupt hurries; stop closes both.
+func codeRuntime(ctx context.Context, policy *sandbox.Policy) (*coderuntime.SubprocessRuntime, func(), error) {
+	cfg := serviceConfig()
+	cfg.Sandbox = policy
+	svc, err := subprocess.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,6 +240,7 @@ type cellsRun struct {
 	timeout, grace    time.Duration
 	tailBytes         int
 	interpreter       string
+	policy            *sandbox.Policy // --sandbox, or nil
 }
 
 type cellsOutput struct {
@@ -268,7 +279,7 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 		return fail("invalid", exitUsage, fmt.Errorf("read the cells: %w", err))
 	}
 	list := splitCells(string(src))
-	rt, stop, err := codeRuntime(ctx)
+	rt, stop, err := codeRuntime(ctx, c.policy)
 	if err != nil {
 		kind, code := startFailure(err)
 		return fail(kind, code, err)

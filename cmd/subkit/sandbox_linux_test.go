@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,6 +27,14 @@ func TestBashSandboxJSON(t *testing.T) {
 	code, out, _ = cli(t, "", "exec", "--sandbox", "--network", "on", "--json", "--", "true")
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, "on", decode[execOutput](t, out).Sandbox.Network)
+
+	code, out, _ = cli(t, "", "code", "--lang", "python3", "--sandbox", "--json", "open("+strconv.Quote(outside+"/py")+", 'w')")
+	require.Equal(t, 0, code, out)
+	co := decode[codeOutput](t, out)
+	require.NotNil(t, co.Sandbox, out)
+	assert.Equal(t, 1, *co.ExitCode)
+	assert.Contains(t, co.Stderr.Tail, "PermissionError")
+	assert.NoFileExists(t, filepath.Join(outside, "py"))
 
 	code, _, stderr := cli(t, "", "exec", "--writable", dir, "--", "true")
 	assert.Equal(t, exitUsage, code)
