@@ -6,9 +6,12 @@
 //	subkit term [flags] -- PROGRAM [ARGS...]   run a program on a pty, interactively or scripted
 //	subkit bash [flags] 'COMMAND'              run one command with the bash executor
 //	subkit lsp [flags] -- SERVER [ARGS...]     talk to a language server, then shut it down
-//	subkit code --lang L [flags] (CODE | -)    run model-written code
+//	subkit code --lang L [flags] (CODE | -)    run model-written code, or cells in one session
+//	subkit shell --script FILE [flags]         run a script's lines in one stateful shell session
+//	subkit mcp [flags]                         serve the kit's tools over the Model Context Protocol
+//	subkit --version | version [--json]        the version and this platform's support row
 //
-// Exit status of subkit itself: 2 for bad flags or a bad spec, 127 when the program is not
-// found, 126 when it cannot be executed, 1 for any other failure of subkit. Otherwise see each
-// command.
+// One exit-status table holds for every command (exitStatusText, printed by each -h): the
+// program's status, 128+N by signal, 124 timeout, 130 interrupted (a second Ctrl-C kills at
+// once), 126 not executable, 127 not found, 2 bad usage, 1 other.
 package main
