@@ -163,7 +163,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cfg.Sandbox = policy // the flags win over the file's sandbox block
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(quietHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	s, err := newMcpServer(cfg, opts, log)
 	if err != nil {
 		code := exitFailure
@@ -318,6 +318,37 @@ func (s *mcpServer) newServer() *mcp.Server {
 	s.addLspTools(server)
 	s.addTreeTools(server)
 	return server
+}
+
+// quietHandler drops two records that report no failure: the SDK's of an interrupted Run
+// (how the server is stopped), and the Service's of a pipe it could not cut because its
+// reader had closed it already (the Service means to skip that case, but misses the error
+// a closed pipe gives, "use of closed file").
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	switch r.Message {
+	case "server run cancelled":
+		return nil
+	case "output not cut":
+		closed := false
+		r.Attrs(func(a slog.Attr) bool {
+			closed = closed || a.Key == "err" && strings.Contains(a.Value.String(), "use of closed file")
+			return !closed
+		})
+		if closed {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
 }
 
 func moduleVersion() string {

@@ -129,6 +129,7 @@ func mcpStartProto(t *testing.T, mode, proto string, args ...string) *mcpConn {
 	t.Cleanup(func() {
 		assert.NoError(t, sess.Close())
 		assert.Equal(t, 0, exited(), "subkit mcp's exit status; stderr: %s", c.stderr)
+		assert.Empty(t, c.stderr.String(), "the server's stderr: warnings and errors of a run that went as it should")
 	})
 	return c
 }
@@ -801,7 +802,8 @@ func TestMcpInterrupted(t *testing.T) {
 	fromServer, toClient := io.Pipe()
 	fromClient, toServer := io.Pipe()
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"mcp"}, fromClient, toClient, io.Discard) }()
+	var stderr syncBuffer
+	go func() { done <- run(ctx, []string{"mcp"}, fromClient, toClient, &stderr) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test"}, nil)
 	sess, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: fromServer, Writer: toServer}, nil)
 	require.NoError(t, err)
@@ -810,6 +812,7 @@ func TestMcpInterrupted(t *testing.T) {
 	assert.Equal(t, "hi\n[exit code 0]\n", mcpText(res))
 	cancel()
 	assert.Equal(t, exitCancelled, <-done)
+	assert.Empty(t, stderr.String(), "an interrupt is how the server stops: nothing to report")
 	assert.NoError(t, sess.Close())
 }
 
