@@ -62,7 +62,8 @@ lsp_diagnostics starts for such files, e.g. --lsp .go=gopls --lsp '.py=pyright-l
 (a call may name a server of its own instead).
 
 Exit status: 0 once the client closed the connection, 130 when interrupted (the way an --http
-server ends), 2 for bad flags or configuration, 1 when the server could not start or serve.
+server ends), 2 for bad flags or configuration, 1 when the server could not start or serve, or
+what it started could not all be ended.
 
 flags:
 `
@@ -186,14 +187,17 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		d := newStdioDrain(ctx, stdin, stdout)
 		serveErr = server.Run(ctx, &mcp.IOTransport{Reader: d, Writer: d})
 	}
-	if err := s.shutdown(); err != nil {
-		fmt.Fprintf(stderr, "subkit mcp: shutdown: %v\n", err)
+	shutErr := s.shutdown()
+	if shutErr != nil {
+		fmt.Fprintf(stderr, "subkit mcp: shutdown: %v\n", shutErr)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return exitCancelled
 	case serveErr != nil && !errors.Is(serveErr, io.EOF) && !errors.Is(serveErr, mcp.ErrConnectionClosed):
 		return fail(exitFailure, serveErr)
+	case shutErr != nil:
+		return exitFailure
 	}
 	return 0
 }
