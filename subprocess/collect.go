@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/subkit/subkit/internal/tail"
@@ -277,7 +278,13 @@ func (s *Service) cutOutput(r *os.File) {
 	if r == nil {
 		return
 	}
-	if err := cut(r); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrNoDeadline) {
+	err := cut(r)
+	switch {
+	case err == nil, errors.Is(err, os.ErrClosed), errors.Is(err, os.ErrNoDeadline):
+	case strings.HasSuffix(err.Error(), "use of closed file"):
+		// The pump closed r first: a deadline on a closed file gives internal/poll's
+		// ErrFileClosing, which os does not turn into os.ErrClosed.
+	default:
 		s.log.Warn("output not cut", "file", r.Name(), "err", err)
 	}
 }

@@ -173,6 +173,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return fail(code, err)
 	}
+	defer hurried(ctx, s.svc.Hurry)() // a second Ctrl-C: what shutdown ends, it kills at once
 	server := s.newServer()
 	var serveErr error
 	if *httpAddr != "" {
