@@ -325,25 +325,13 @@ func (s *mcpServer) newServer() *mcp.Server {
 	return server
 }
 
-// quietHandler drops two records that report no failure: the SDK's of an interrupted Run
-// (how the server is stopped), and the Service's of a pipe it could not cut because its
-// reader had closed it already (the Service means to skip that case, but misses the error
-// a closed pipe gives, "use of closed file").
+// quietHandler drops the SDK's record of an interrupted Run, which reports no failure: it is
+// how the server is stopped.
 type quietHandler struct{ slog.Handler }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	switch r.Message {
-	case "server run cancelled":
+	if r.Message == "server run cancelled" {
 		return nil
-	case "output not cut":
-		closed := false
-		r.Attrs(func(a slog.Attr) bool {
-			closed = closed || a.Key == "err" && strings.Contains(a.Value.String(), "use of closed file")
-			return !closed
-		})
-		if closed {
-			return nil
-		}
 	}
 	return h.Handler.Handle(ctx, r)
 }
