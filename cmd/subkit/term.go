@@ -27,8 +27,7 @@ moment), waits for the program to finish or --timeout (default 10s, 0: none; the
 terminates the program and everything it started), and prints
   {"transcript":"...","exit_code":N|null,"signal":"","timed_out","timeout_ms","cancelled",
    "foreground_seen":[{"pid","pgid","comm"}]}
-with --json (the transcript alone without), exiting 0 once the program has run (124 on the
-timeout and 130 when interrupted without --json, 130 with it).
+with --json (the transcript alone without, then the program's status).
 
 flags:
 `
@@ -122,6 +121,10 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return 0
 	case out.TimedOut:
 		return exitTimeout
+	case out.Signal != "":
+		return exitSignalShift + signalNumber(out.Signal)
+	case out.ExitCode != nil:
+		return *out.ExitCode
 	}
 	return 0
 }
