@@ -427,9 +427,11 @@ func (r *SubprocessRuntime) searched(name string) []string {
 //
 //	<dir>/            0700, removed by Run
 //	  prelude.py|js   0600, the language's prelude (python3, node)
-//	  error.json      written by the prelude on an uncaught exception or syntax error
+//	  error.json      written by the prelude on an uncaught exception or syntax error, when req.Dir is set
 //	  work/           0700, the code's working directory (unless req.Dir)
 //	    main.py|js|sh 0600, the code
+//	    .subkit-error.json  the error file otherwise: inside the working directory, which a
+//	                  sandbox keeps writable (the run directory is not)
 func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language, path, dir string) (Result, error) {
 	out := Result{Language: req.Language}
 	work := filepath.Join(dir, "work")
@@ -441,6 +443,9 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 		return out, r.fail("prepare", req.Language, err)
 	}
 	errPath := filepath.Join(dir, "error.json")
+	if req.Dir == "" {
+		errPath = filepath.Join(work, ".subkit-error.json") // writable under a sandbox too
+	}
 	var preludePath string
 	if lang.preludeFile != "" {
 		preludePath = filepath.Join(dir, lang.preludeFile)

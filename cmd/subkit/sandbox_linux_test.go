@@ -33,7 +33,8 @@ func TestBashSandboxJSON(t *testing.T) {
 	co := decode[codeOutput](t, out)
 	require.NotNil(t, co.Sandbox, out)
 	assert.Equal(t, 1, *co.ExitCode)
-	assert.Contains(t, co.Stderr.Tail, "PermissionError")
+	require.NotNil(t, co.Error, "the structured error survives the sandbox: %s", out)
+	assert.Equal(t, "PermissionError", co.Error.Name)
 	assert.NoFileExists(t, filepath.Join(outside, "py"))
 
 	code, _, stderr := cli(t, "", "exec", "--writable", dir, "--", "true")
