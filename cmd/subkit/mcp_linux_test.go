@@ -41,8 +41,9 @@ func TestMcpSandbox(t *testing.T) {
 	assert.NotEqual(t, 0, *st.ExitCode)
 	var run codeRunOut
 	text := c.callOK(t, "code_run", map[string]any{"language": "python3", "code": fmt.Sprintf("open(%q, 'w')", outside+"/from-code")}, &run)
-	// (The structured error is lost under a sandbox: the code runtime's error file lies outside
-	// the writable roots; the traceback on stderr says it.)
+	// (The structured error is lost under a sandbox whose writable roots leave out the code's
+	// working directory, where the code runtime writes its error file; the traceback on stderr
+	// says it.)
 	assert.Contains(t, text, "PermissionError: [Errno 13] Permission denied")
 	assert.Equal(t, 1, *run.ExitCode)
 	assert.NoFileExists(t, filepath.Join(outside, "from-shell"))
