@@ -227,14 +227,17 @@ func TestCloseEndsEverything(t *testing.T) {
 	var fg bash.Result
 	var fgErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; sleep 1000"}) })
+	started := filepath.Join(t.TempDir(), "fg-started")
+	wg.Go(func() {
+		fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; touch " + started + "; sleep 1000"})
+	})
 	lingering := exec(t, e, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 &"})
 	require.True(t, lingering.Lingering)
 	eventually(t, 10*time.Second, func() bool {
 		d, _ := stubborn.ReadOutput(bash.Offsets{}, 0)
-		return string(d.Stdout.Data) == "up\n"
-	}, "the stubborn process started")
-	time.Sleep(50 * time.Millisecond)
+		_, err := os.Stat(started)
+		return string(d.Stdout.Data) == "up\n" && err == nil
+	}, "the stubborn process and the foreground command started")
 
 	require.NoError(t, e.Close())
 	require.NoError(t, e.Close())
