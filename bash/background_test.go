@@ -300,3 +300,37 @@ func TestCloseRacesCalls(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, bash.Stats{}, e.Stats())
 }
+
+// WaitOutput follows a background process without polling and misses nothing, and a process
+// whose streams have ended is waited for without spinning.
+func TestProcessWaitOutput(t *testing.T) {
+	e, _ := newExecutor(t, bash.Config{})
+	p := start(t, e, `for i in 1 2 3; do echo "line $i"; sleep 0.02; done; echo err >&2`)
+	var stdout, stderr strings.Builder
+	next := bash.Offsets{}
+	for {
+		d, err := p.WaitOutput(ctxT(t, 10*time.Second), next, 0)
+		require.NoError(t, err)
+		stdout.Write(d.Stdout.Data)
+		stderr.Write(d.Stderr.Data)
+		next = d.Next
+		if d.Done() {
+			break
+		}
+	}
+	assert.Equal(t, "line 1\nline 2\nline 3\n", stdout.String())
+	assert.Equal(t, "err\n", stderr.String())
+
+	closed := start(t, e, `exec >&- 2>&-; sleep 0.3`)
+	d, err := closed.WaitOutput(ctxT(t, 10*time.Second), bash.Offsets{}, 0)
+	require.NoError(t, err)
+	require.NotNil(t, d.Result, "waits for the end once both streams are closed")
+
+	quiet := start(t, e, `sleep 1000`)
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = quiet.WaitOutput(short, bash.Offsets{}, 0)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = quiet.WaitOutput(nil, bash.Offsets{}, 0) //nolint:staticcheck // the nil context is the test
+	assert.ErrorIs(t, err, bash.ErrInvalid)
+}

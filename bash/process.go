@@ -179,6 +179,36 @@ func (p *Process) ReadOutput(from Offsets, max int) (Delta, error) {
 	return d, nil
 }
 
+// WaitOutput waits until either stream has bytes past its offset in from, or the process has
+// ended, and then reads as ReadOutput does; it returns ctx's error (with the read it made)
+// when ctx ends first. It never misses output, however it races with the process.
+func (p *Process) WaitOutput(ctx context.Context, from Offsets, max int) (Delta, error) {
+	if ctx == nil {
+		return Delta{}, &RequestError{Field: "ctx", Err: errors.New("nil context; pass context.Background() for no deadline")}
+	}
+	for {
+		// The wake-ups are taken before the read, so a write between the two is not missed.
+		out, errs := p.h.Updated(subprocess.Stdout), p.h.Updated(subprocess.Stderr)
+		d, err := p.ReadOutput(from, max)
+		if err != nil || len(d.Stdout.Data) > 0 || len(d.Stderr.Data) > 0 || d.Stdout.Dropped > 0 || d.Stderr.Dropped > 0 || d.Result != nil {
+			return d, err
+		}
+		if d.Stdout.Done {
+			out = nil // ended: its channel is closed, and nothing more will come
+		}
+		if d.Stderr.Done {
+			errs = nil
+		}
+		select {
+		case <-out:
+		case <-errs:
+		case <-p.done:
+		case <-ctx.Done():
+			return d, ctx.Err()
+		}
+	}
+}
+
 // holdBackPartialRune drops an incomplete UTF-8 sequence from the end of d, unless it is all
 // d holds; the next read returns it whole.
 func holdBackPartialRune(d *subprocess.Delta) {

@@ -95,7 +95,7 @@ type bashReadIn struct {
 	StdoutOffset int64  `json:"stdout_offset,omitempty" jsonschema:"whole-stream byte offset of stdout to read from: 0 (the default) for the start, the previous read's next.stdout to read on"`
 	StderrOffset int64  `json:"stderr_offset,omitempty" jsonschema:"whole-stream byte offset of stderr to read from"`
 	MaxBytes     int    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes of each stream (default: the configuration's maxOutputBytes, 64000; at most 1048576)"`
-	WaitMs       int64  `json:"wait_ms,omitempty" jsonschema:"wait up to this many milliseconds for the process to end before reading (default 0: read at once; at most 600000)"`
+	WaitMs       int64  `json:"wait_ms,omitempty" jsonschema:"wait up to this many milliseconds for new output or the process's end before reading (default 0: read at once; at most 600000)"`
 }
 
 type mcpDelta struct {
@@ -329,15 +329,11 @@ func (s *mcpServer) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return "", bashReadOut{}, err
 	}
-	if wait > 0 {
+	if wait > 0 { // until there is new output or the end, within wait; then read as usual
 		stop := s.progress(ctx, req, "bash_read")
-		t := time.NewTimer(wait)
-		select {
-		case <-e.p.Done():
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		e.p.WaitOutput(wctx, bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, 1) // its error is the read's below, or the wait's end
+		cancel()
 		stop()
 	}
 	d, err := e.p.ReadOutput(bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, max)

@@ -502,11 +502,19 @@ func TestMcpBackground(t *testing.T) {
 			assert.Equal(t, "one\n", rd.Stdout.Data)
 			assert.Contains(t, text, "has ended; all output has been read")
 
-			// One that ends by itself, read after waiting for its end.
+			// One that ends by itself, followed with wait_ms (each read waits for new output or
+			// the end), then read again in steps.
 			c.callOK(t, "bash_start", map[string]any{"command": "printf 'x%.0s' $(seq 1 3000); exit 4"}, &st)
-			c.callOK(t, "bash_read", map[string]any{"id": st.ID, "wait_ms": 60000, "max_bytes": 1000}, &rd)
-			require.NotNil(t, rd.Result, "ended within wait_ms")
+			followed, next := 0, mcpOffsets{}
+			for rd.Result = nil; rd.Result == nil; {
+				c.callOK(t, "bash_read", map[string]any{"id": st.ID, "wait_ms": 60000, "max_bytes": 5000,
+					"stdout_offset": next.Stdout, "stderr_offset": next.Stderr}, &rd)
+				followed += len(rd.Stdout.Data)
+				next = rd.Next
+			}
 			assert.Equal(t, 4, *rd.Result.ExitCode)
+			assert.Equal(t, 3000, followed)
+			c.callOK(t, "bash_read", map[string]any{"id": st.ID, "max_bytes": 1000}, &rd)
 			assert.Len(t, rd.Stdout.Data, 1000)
 			assert.False(t, rd.Done, "more output remains")
 			c.callOK(t, "bash_read", map[string]any{"id": st.ID, "stdout_offset": rd.Next.Stdout, "max_bytes": 5000}, &rd)
