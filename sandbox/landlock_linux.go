@@ -7,47 +7,86 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
+// The Landlock calls are made with x/sys/unix directly: the helper restricts only the thread
+// that execs (execve keeps that thread's domain and ends every other), so it needs none of the
+// all-threads machinery of go-landlock, whose psx package links libpsx (cgo, and a wrapped
+// pthread_create) into every program that imports the kit.
+
 // landlockABI is the kernel's Landlock ABI version: 0 when Landlock is missing or disabled.
 func landlockABI() (int, error) {
-	v, err := ll.LandlockGetABIVersion()
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch {
+	case errno == unix.ENOSYS || errno == unix.EOPNOTSUPP:
 		return 0, nil
+	case errno != 0:
+		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
-	if err != nil {
-		return 0, err
-	}
-	return v, nil
+	return int(v), nil
 }
 
-// landlockConfig is the configuration handling every right ABI abi knows; with the network on
-// it handles no network right.
-func landlockConfig(abi int, networkOff bool) (landlock.Config, error) {
-	presets := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
-		landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
-	if abi < 1 {
-		return landlock.Config{}, fmt.Errorf("no Landlock (ABI %d)", abi)
-	}
-	cfg := presets[min(abi, len(presets))-1]
-	if !networkOff {
-		cfg.HandledAccessNet = 0
-	}
-	return cfg, nil
+// maxABI is the newest Landlock ABI whose rights the sandbox knows; a newer kernel is used as
+// this one.
+const maxABI = 7
+
+// landlockHandled is what a ruleset handles under ABI abi: every file-system right the ABI
+// knows, with the network off its TCP rights (ABI 4), and its scopes (ABI 6: abstract Unix
+// sockets and signals to processes outside the domain).
+type landlockHandled struct {
+	fs, net, scoped uint64
 }
+
+func landlockConfig(abi int, networkOff bool) (landlockHandled, error) {
+	if abi < 1 {
+		return landlockHandled{}, fmt.Errorf("no Landlock (ABI %d)", abi)
+	}
+	abi = min(abi, maxABI)
+	h := landlockHandled{fs: unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK | unix.LANDLOCK_ACCESS_FS_MAKE_SYM}
+	if abi >= 2 {
+		h.fs |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		h.fs |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 4 && networkOff {
+		h.net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
+	if abi >= 5 {
+		h.fs |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if abi >= 6 {
+		h.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	return h, nil
+}
+
+// fileOnlyRights are the rights that apply to a file that is not a directory: a rule for a
+// file may carry no other (the kernel refuses it).
+const fileOnlyRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+	unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 
 // The rights granted, before they are cut to what the configuration handles.
 const (
-	readFileRights  = ll.AccessFSExecute | ll.AccessFSReadFile
-	readDirRights   = readFileRights | ll.AccessFSReadDir
-	writeFileRights = readFileRights | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	readFileRights  = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE
+	readDirRights   = readFileRights | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	writeFileRights = readFileRights | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	// devRights are those of the character devices a program needs (null, tty, ptys, ...).
-	devRights = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	devRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 )
+
+// landlockRule grants rights beneath path (on path alone, for a file).
+type landlockRule struct {
+	rights uint64
+	path   string
+}
 
 // holeKind says why the walk must not grant a whole hierarchy.
 type holeKind int
@@ -65,13 +104,13 @@ type hole struct {
 
 // ruleWalk collects the Landlock rules of a plan.
 type ruleWalk struct {
-	handled landlock.AccessFSSet
-	rules   []landlock.Rule
+	handled uint64
+	rules   []landlockRule
 }
 
-func (w *ruleWalk) add(rights landlock.AccessFSSet, path string) {
+func (w *ruleWalk) add(rights uint64, path string) {
 	if r := rights & w.handled; r != 0 {
-		w.rules = append(w.rules, landlock.PathAccess(r, path).IgnoreIfMissing())
+		w.rules = append(w.rules, landlockRule{rights: r, path: path})
 	}
 }
 
@@ -83,8 +122,8 @@ func (w *ruleWalk) add(rights landlock.AccessFSSet, path string) {
 // ancestors: instead of granting read on /, the walk grants it on each sibling of each
 // ancestor of a hidden path (and lists the ancestor only when no hidden directory lies
 // beneath it). See doc.go for what this costs.
-func landlockRules(cfg landlock.Config, writable []string, hidden []hiddenPath) []landlock.Rule {
-	w := &ruleWalk{handled: cfg.HandledAccessFS}
+func landlockRules(cfg landlockHandled, writable []string, hidden []hiddenPath) []landlockRule {
+	w := &ruleWalk{handled: cfg.fs}
 	holes := []hole{{path: "/dev", kind: devHole}}
 	for _, h := range hidden {
 		k := hiddenFile
@@ -93,7 +132,7 @@ func landlockRules(cfg landlock.Config, writable []string, hidden []hiddenPath) 
 		}
 		holes = append(holes, hole{path: h.Path, kind: k})
 	}
-	allFS := cfg.HandledAccessFS
+	allFS := cfg.fs
 	w.grant("/", readDirRights, readFileRights, holes)
 	for _, root := range writable {
 		var under []hole
@@ -110,7 +149,7 @@ func landlockRules(cfg landlock.Config, writable []string, hidden []hiddenPath) 
 	// The devices of /dev a confined program may open; the rest of /dev can be listed but not
 	// opened (block devices would give a root program the raw disk). /dev/pts: the program's
 	// terminal, and ptys it opens itself.
-	w.add(ll.AccessFSReadDir|devRights, "/dev/pts")
+	w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR|devRights, "/dev/pts")
 	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"} {
 		w.add(devRights, f)
 	}
@@ -118,12 +157,12 @@ func landlockRules(cfg landlock.Config, writable []string, hidden []hiddenPath) 
 }
 
 // grant gives p and everything beneath it dirRights (fileRights on a file), but for the holes.
-func (w *ruleWalk) grant(p string, dirRights, fileRights landlock.AccessFSSet, holes []hole) {
+func (w *ruleWalk) grant(p string, dirRights, fileRights uint64, holes []hole) {
 	var beneath []hole
 	for _, h := range holes {
 		if h.path == p {
 			if h.kind == devHole {
-				w.add(ll.AccessFSReadDir, p)
+				w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR, p)
 			}
 			return
 		}
@@ -150,7 +189,7 @@ func (w *ruleWalk) grant(p string, dirRights, fileRights landlock.AccessFSSet, h
 		}
 	}
 	if listable {
-		w.add(ll.AccessFSReadDir, p)
+		w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR, p)
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
@@ -186,17 +225,61 @@ func restrictLandlock(pl *plan) error {
 	if err != nil {
 		return err
 	}
-	rules := landlockRules(cfg, pl.Writable, pl.Hidden)
-	fd, flags, err := cfg.NewRulesetFD(rules...)
+	fd, err := newRuleset(cfg, landlockRules(cfg, pl.Writable, pl.Hidden))
 	if err != nil {
 		return fmt.Errorf("building the Landlock ruleset: %w", err)
 	}
-	if fd < 0 {
-		return errors.New("building the Landlock ruleset: nothing to restrict")
+	defer unix.Close(fd)
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+// newRuleset makes a ruleset handling cfg's rights with rules added; a rule whose path does not
+// exist (any more) is left out, and a rule for a file that is not a directory keeps only the
+// rights that apply to files.
+func newRuleset(cfg landlockHandled, rules []landlockRule) (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: cfg.fs, Handled_access_net: cfg.net, Scoped: cfg.scoped}
+	// The whole struct: an older kernel takes the fields it does not know when they are zero.
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	fd := int(r)
+	for _, rule := range rules {
+		if err := addPathRule(fd, rule); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+func addPathRule(ruleset int, rule landlockRule) error {
+	fd, err := unix.Open(rule.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // gone since the walk listed it
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", rule.path, err)
 	}
 	defer unix.Close(fd)
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", rule.path, err)
+	}
+	rights := rule.rights
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fileOnlyRights
+	}
+	if rights == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_add_rule %s: %w", rule.path, errno)
 	}
 	return nil
 }

@@ -75,7 +75,8 @@ func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandb
 		if unshare == "" {
 			unshare, _ = exec.LookPath("unshare") // not found: "" and the namespace route is out
 		}
-		if err := pr.try(ctx, backendInfo{backend: Landlock, abi: abi, unshare: unshare}, !opts.noSeccomp); err != nil {
+		// A newer kernel is used as the newest ABI the sandbox knows, and reported so.
+		if err := pr.try(ctx, backendInfo{backend: Landlock, abi: min(abi, maxABI), unshare: unshare}, !opts.noSeccomp); err != nil {
 			return nil, err
 		}
 	}
