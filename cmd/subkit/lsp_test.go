@@ -222,7 +222,10 @@ func main() {
 	println(Greet("x"))
 }
 `), 0o644))
-	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", root, "--open", main, "--hover", main+":9:11", "--wait", "60s", "--", gopls)
+	// Generous shutdown bounds: a loaded machine can slow gopls's exit past the default grace,
+	// and the test is of a clean shutdown, not of its speed.
+	slow := []string{"--grace", "20s", "--shutdown-timeout", "30s"}
+	code, out, errOut := lspCLI(t, append(append([]string{"lsp", "--json", "--root", root, "--open", main, "--hover", main + ":9:11", "--wait", "60s"}, slow...), "--", gopls)...)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, out)
 	o := lspDecode(t, out)
 	require.NotNil(t, o.ServerInfo)
@@ -234,7 +237,7 @@ func main() {
 	assert.Contains(t, o.Hover.Text(), "Greet returns a greeting.")
 	assert.Equal(t, "clean", o.Shutdown, "stdout: %s", out)
 
-	code, text, errOut := lspCLI(t, "lsp", "--root", root, "--open", main, "--", gopls)
+	code, text, errOut := lspCLI(t, append(append([]string{"lsp", "--root", root, "--open", main}, slow...), "--", gopls)...)
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	assert.Contains(t, text, "server: gopls v0.23.0\n")
 	assert.Contains(t, text, main+`:7:14: error: cannot use "oops"`)
