@@ -367,34 +367,30 @@ func (s *Session) yield(op string, d time.Duration) (time.Duration, error) {
 // ErrBusy while an earlier command still runs and ErrExited once the shell has ended; an
 // error means the command did not run, except a context that ends while waiting (the command
 // then runs on, and the next Step reports it).
-func (s *Session) Run(ctx context.Context, command string, yield time.Duration) (_ Step, err error) {
-	const op = "run"
-	if err := s.enter(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.inflight.Done()
-	defer s.closedErr(op, &err)
+func (s *Session) Run(ctx context.Context, command string, yield time.Duration) (Step, error) {
+	return s.call("run", ctx, yield, func() error { return checkCommand("run", s.id, command) }, func(ctx context.Context, y time.Duration) (Step, error) {
+		return s.run(ctx, command, y)
+	})
+}
+
+// checkCommand refuses a command that cannot be run.
+func checkCommand(op, id, command string) error {
 	switch {
 	case strings.TrimSpace(command) == "":
-		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("no command given")}
+		return &Error{Op: op, ID: id, Kind: ErrInvalid, Err: errors.New("no command given")}
 	case strings.ContainsRune(command, 0):
-		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid, Err: errors.New("the command contains a NUL byte")}
+		return &Error{Op: op, ID: id, Kind: ErrInvalid, Err: errors.New("the command contains a NUL byte")}
 	case len(command) > MaxCommandBytes:
-		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
+		return &Error{Op: op, ID: id, Kind: ErrInvalid,
 			Err:  fmt.Errorf("the command is %d bytes, above MaxCommandBytes (%d)", len(command), MaxCommandBytes),
 			Hint: "write it to a file and run the file"}
 	}
-	y, err := s.yield(op, yield)
-	if err != nil {
-		return Step{}, err
-	}
-	ctx, cancel := s.bind(ctx)
-	defer cancel()
-	if err := s.take(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.give()
-	s.touch()
+	return nil
+}
+
+// run is Run once the call is admitted.
+func (s *Session) run(ctx context.Context, command string, y time.Duration) (Step, error) {
+	const op = "run"
 	if err := s.runnable(op); err != nil {
 		return Step{}, err
 	}
@@ -429,6 +425,35 @@ func (s *Session) Run(ctx context.Context, command string, yield time.Duration) 
 	return s.waitStep(op, ctx, y)
 }
 
+// call admits one call of op: it refuses a closed session and what check refuses, checks the
+// yield, binds ctx to the session's life, takes the session's turn and marks it used, then
+// runs body; an error of a call Close cut short says ErrClosed.
+func (s *Session) call(op string, ctx context.Context, yield time.Duration, check func() error,
+	body func(ctx context.Context, y time.Duration) (Step, error)) (_ Step, err error) {
+	if err := s.enter(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.inflight.Done()
+	defer s.closedErr(op, &err)
+	if check != nil {
+		if err := check(); err != nil {
+			return Step{}, err
+		}
+	}
+	y, err := s.yield(op, yield)
+	if err != nil {
+		return Step{}, err
+	}
+	ctx, cancel := s.bind(ctx)
+	defer cancel()
+	if err := s.take(op, ctx); err != nil {
+		return Step{}, err
+	}
+	defer s.give()
+	s.touch()
+	return body(ctx, y)
+}
+
 // closedErr makes an error of a call that Close cut short say ErrClosed.
 func (s *Session) closedErr(op string, err *error) {
 	if *err != nil && isDone(s.life.Done()) && !errors.Is(*err, ErrClosed) {
@@ -460,28 +485,22 @@ func (s *Session) runnable(op string) error {
 // runs the line. Then it waits as Run does. Empty chars is Poll. At most MaxInputBytes; a
 // terminal in line mode takes lines of up to 4095 bytes. It fails with ErrExited once the
 // shell has ended (nothing is written).
-func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) (_ Step, err error) {
+func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) (Step, error) {
+	check := func() error {
+		if len(chars) > MaxInputBytes {
+			return &Error{Op: "write", ID: s.id, Kind: ErrInvalid,
+				Err: fmt.Errorf("%d bytes is above MaxInputBytes (%d)", len(chars), MaxInputBytes)}
+		}
+		return nil
+	}
+	return s.call("write", ctx, yield, check, func(ctx context.Context, y time.Duration) (Step, error) {
+		return s.write(ctx, chars, y)
+	})
+}
+
+// write is Write once the call is admitted.
+func (s *Session) write(ctx context.Context, chars string, y time.Duration) (Step, error) {
 	const op = "write"
-	if err := s.enter(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.inflight.Done()
-	defer s.closedErr(op, &err)
-	if len(chars) > MaxInputBytes {
-		return Step{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
-			Err: fmt.Errorf("%d bytes is above MaxInputBytes (%d)", len(chars), MaxInputBytes)}
-	}
-	y, err := s.yield(op, yield)
-	if err != nil {
-		return Step{}, err
-	}
-	ctx, cancel := s.bind(ctx)
-	defer cancel()
-	if err := s.take(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.give()
-	s.touch()
 	if chars != "" {
 		if isDone(s.term.Done()) {
 			r, _ := s.term.Wait(context.Background())
@@ -510,25 +529,10 @@ func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) 
 
 // Poll waits as Run does for the command in progress and reports the new output; with no
 // command in progress it returns at once.
-func (s *Session) Poll(ctx context.Context, yield time.Duration) (_ Step, err error) {
-	const op = "poll"
-	if err := s.enter(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.inflight.Done()
-	defer s.closedErr(op, &err)
-	y, err := s.yield(op, yield)
-	if err != nil {
-		return Step{}, err
-	}
-	ctx, cancel := s.bind(ctx)
-	defer cancel()
-	if err := s.take(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.give()
-	s.touch()
-	return s.waitStep(op, ctx, y)
+func (s *Session) Poll(ctx context.Context, yield time.Duration) (Step, error) {
+	return s.call("poll", ctx, yield, nil, func(ctx context.Context, y time.Duration) (Step, error) {
+		return s.waitStep("poll", ctx, y)
+	})
 }
 
 // Interrupt sends SIGINT (Ctrl-C) to the terminal's foreground process group and waits up
@@ -536,24 +540,13 @@ func (s *Session) Poll(ctx context.Context, yield time.Duration) (_ Step, err er
 // usually with status 130) or the foreground program is still there (StateRunning: a REPL
 // catches Ctrl-C). With nothing running it sends nothing and says so; once the shell has
 // exited it sends nothing and returns the exited Step.
-func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (_ Step, err error) {
+func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (Step, error) {
+	return s.call("interrupt", ctx, yield, nil, s.interrupt)
+}
+
+// interrupt is Interrupt once the call is admitted.
+func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) {
 	const op = "interrupt"
-	if err := s.enter(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.inflight.Done()
-	defer s.closedErr(op, &err)
-	y, err := s.yield(op, yield)
-	if err != nil {
-		return Step{}, err
-	}
-	ctx, cancel := s.bind(ctx)
-	defer cancel()
-	if err := s.take(op, ctx); err != nil {
-		return Step{}, err
-	}
-	defer s.give()
-	s.touch()
 	s.mu.Lock()
 	waiting := s.waiting
 	s.mu.Unlock()
