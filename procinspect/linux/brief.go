@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"bytes"
 	"fmt"
 )
 
@@ -57,21 +56,12 @@ const (
 // before them. Malformed input gives an error wrapping ErrMalformed.
 func ParseBrief(b []byte) (Brief, error) {
 	var br Brief
-	open := bytes.IndexByte(b, '(')
-	if open < 0 {
-		return br, malformed("no '(' opening comm", b)
-	}
-	closing := bytes.LastIndexByte(b, ')')
-	if closing < open {
-		return br, malformed("no ')' closing comm", b)
-	}
-	pid, ok := parseInt(bytes.TrimRight(b[:open], " "))
-	if !ok || pid <= 0 {
-		return br, malformed("field 1 (pid) is not a positive integer", b[:open])
+	pid, _, rest, err := splitStat(b)
+	if err != nil {
+		return br, err
 	}
 	br.Pid = pid
 
-	rest := b[closing+1:]
 	for field := 3; field <= fieldEnvEnd; field++ {
 		i := 0
 		for i < len(rest) && (rest[i] == ' ' || rest[i] == '\n') {

@@ -42,6 +42,24 @@ const (
 	fieldStartTime = 22
 )
 
+// splitStat splits a stat line into the pid, the comm (between the first '(' and the last ')')
+// and the fields after comm.
+func splitStat(b []byte) (pid int, comm, rest []byte, err error) {
+	open := bytes.IndexByte(b, '(')
+	if open < 0 {
+		return 0, nil, nil, malformed("no '(' opening comm", b)
+	}
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < open {
+		return 0, nil, nil, malformed("no ')' closing comm", b)
+	}
+	pid, ok := parseInt(bytes.TrimRight(b[:open], " "))
+	if !ok || pid <= 0 {
+		return 0, nil, nil, malformed("field 1 (pid) is not a positive integer", b[:open])
+	}
+	return pid, b[open+1 : closing], b[closing+1:], nil
+}
+
 // ParseStat parses the contents of /proc/<pid>/stat.
 //
 // The command name is taken between the first '(' and the last ')', so a
@@ -55,23 +73,13 @@ const (
 // string (and the error, when there is one).
 func ParseStat(b []byte) (Stat, error) {
 	var st Stat
-	open := bytes.IndexByte(b, '(')
-	if open < 0 {
-		return st, malformed("no '(' opening comm", b)
-	}
-	closing := bytes.LastIndexByte(b, ')')
-	if closing < open {
-		return st, malformed("no ')' closing comm", b)
-	}
-
-	pid, ok := parseInt(bytes.TrimRight(b[:open], " "))
-	if !ok || pid <= 0 {
-		return st, malformed("field 1 (pid) is not a positive integer", b[:open])
+	pid, comm, rest, err := splitStat(b)
+	if err != nil {
+		return st, err
 	}
 	st.Pid = pid
-	st.Comm = string(b[open+1 : closing])
+	st.Comm = string(comm)
 
-	rest := b[closing+1:]
 	field := 2 // comm; the next field is 3
 	for field < fieldStartTime {
 		// Skip separators. The kernel writes single spaces and a final
