@@ -189,15 +189,9 @@ func ChildExited(pid int, reap bool) (bool, error) {
 	if !reap {
 		opts |= unix.WNOWAIT
 	}
-	var info [128]byte
-	for {
-		err := unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&info)), opts, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("waitid %d: %w", pid, err)
-		}
-		return *(*int32)(unsafe.Pointer(&info[siPid])) != 0, nil
+	info, err := waitID(unix.P_PID, pid, opts, nil)
+	if err != nil {
+		return false, fmt.Errorf("waitid %d: %w", pid, err)
 	}
+	return *(*int32)(unsafe.Pointer(&info[siPid])) != 0, nil
 }

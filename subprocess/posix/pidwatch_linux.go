@@ -129,11 +129,16 @@ func peekExit(pidfd int) (e Exit, exited bool, err error) {
 	return e, true, nil
 }
 
-// waitPidfd is waitid(P_PIDFD, pidfd, options, ru), retried on EINTR, with the siginfo_t it
-// filled (128 bytes on every Linux).
-func waitPidfd(pidfd, options int, ru *unix.Rusage) (info [128]byte, err error) {
+// waitPidfd is waitid(P_PIDFD, pidfd, options, ru); see waitID.
+func waitPidfd(pidfd, options int, ru *unix.Rusage) ([128]byte, error) {
+	return waitID(unix.P_PIDFD, pidfd, options, ru)
+}
+
+// waitID is waitid(2), retried on EINTR, with the siginfo_t it filled (128 bytes on every
+// Linux).
+func waitID(idType, id, options int, ru *unix.Rusage) (info [128]byte, err error) {
 	for {
-		err = unix.Waitid(unix.P_PIDFD, pidfd, (*unix.Siginfo)(unsafe.Pointer(&info)), options, ru)
+		err = unix.Waitid(idType, id, (*unix.Siginfo)(unsafe.Pointer(&info)), options, ru)
 		if err != unix.EINTR {
 			return info, err
 		}
