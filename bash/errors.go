@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/errtext"
 )
 
 // Sentinel kinds. Every error of this package wraps one of them (test with errors.Is), and a
@@ -103,37 +105,8 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("bash: ")
-	b.WriteString(e.Op)
-	if e.Name != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Name)
-	}
-	if e.Kind != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Kind.Error())
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return errtext.Format("bash", e.Op, e.Name, e.Kind, e.Err, e.Hint)
 }
 
 // Unwrap returns the kind and the cause, so errors.Is matches both.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
-}
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }

@@ -3,7 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/subkit/subkit/internal/errtext"
 )
 
 // Sentinel kinds. Every error of New, NewContext and Prepare is an *Error that says what was
@@ -33,40 +34,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("sandbox: ")
-	b.WriteString(e.Op)
-	if e.Name != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Name)
-	}
-	if e.Kind != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Kind.Error())
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return errtext.Format("sandbox", e.Op, e.Name, e.Kind, e.Err, e.Hint)
 }
 
 // Unwrap returns the kind and the cause, so errors.Is matches both.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
-}
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }
 
 func invalid(op, name, format string, args ...any) error {
 	return &Error{Op: op, Name: name, Kind: ErrInvalid, Err: fmt.Errorf(format, args...)}

@@ -2,9 +2,10 @@ package shell
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/errtext"
 )
 
 // Sentinel kinds. Every error of this package wraps one of them (test with errors.Is) and is an
@@ -44,41 +45,20 @@ type Error struct {
 	Hint string // what the caller can do about it, when there is something to say
 }
 
+// session names the session in the message, when it has an id.
+func (e *Error) session() string {
+	if e.ID == "" {
+		return ""
+	}
+	return "session " + e.ID
+}
+
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("shell: ")
-	b.WriteString(e.Op)
-	if e.ID != "" {
-		b.WriteString(" session ")
-		b.WriteString(e.ID)
-	}
-	if e.Kind != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Kind.Error())
-	}
-	if e.Err != nil && (e.Kind == nil || e.Err.Error() != e.Kind.Error()) {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return errtext.Format("shell", e.Op, e.session(), e.Kind, e.Err, e.Hint)
 }
 
 // Unwrap returns the kind and the cause, so errors.Is matches both.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
-}
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }
 
 // ConfigError is a bad Config or ManagerConfig field. It wraps ErrInvalid.
 type ConfigError struct {

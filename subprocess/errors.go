@@ -3,7 +3,8 @@ package subprocess
 import (
 	"context"
 	"errors"
-	"strings"
+
+	"github.com/subkit/subkit/internal/errtext"
 )
 
 // Sentinel kinds. Every error the Service, a Handle or a Terminal returns is an *Error that says
@@ -42,41 +43,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("subprocess: ")
-	b.WriteString(e.Op)
-	if e.Name != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Name)
-	}
-	if e.Kind != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Kind.Error())
-	}
-	if e.Err != nil && (e.Kind == nil || e.Err.Error() != e.Kind.Error()) {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return errtext.Format("subprocess", e.Op, e.Name, e.Kind, e.Err, e.Hint)
 }
 
 // Unwrap returns the kind and the cause, so errors.Is matches both. An Error whose Kind is nil
 // and whose cause wraps neither a sentinel nor a context error has the kind ErrSystem.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if k := e.kind(); k != nil {
-		errs = append(errs, k)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
-}
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.kind(), e.Err) }
 
 func (e *Error) kind() error {
 	if e.Kind != nil {
