@@ -16,11 +16,21 @@ type Policy struct {
 	// empty non-nil slice means nothing but Program.TempDir, which is always writable when set.
 	// Everything outside the writable roots is read-only (or hidden).
 	Writable []string
-	// Hidden lists paths the program can neither read nor list: "~/" expanded against
-	// Program.Home, relative ones taken against Program.Dir, symbolic links resolved (the
-	// target is hidden). Entries that do not exist are skipped. nil means DefaultHidden(); an
-	// empty non-nil slice hides nothing. A writable root beneath a hidden path stays writable.
+	// Hidden lists paths the program can neither read nor list, in addition to
+	// DefaultHidden() unless NoDefaultHidden is set: "~/" expanded against Program.Home,
+	// relative ones taken against Program.Dir, symbolic links resolved (the target is hidden).
+	// Entries that do not exist are skipped. A writable root beneath a hidden path stays
+	// writable.
 	Hidden []string
+	// NoDefaultHidden leaves DefaultHidden() out: only Hidden is hidden.
+	NoDefaultHidden bool
+	// AllowUnixSockets lists pathname Unix sockets outside the writable roots the program may
+	// connect to ("~/" and relative paths as for Hidden; each must exist and be a socket).
+	// By default none is reachable where the backend runs the program in namespaces of its
+	// own: /run, /var/run, $XDG_RUNTIME_DIR and /tmp are replaced by private ones, and
+	// SSH_AUTH_SOCK is not passed (the Report says what a backend without namespaces leaves
+	// reachable).
+	AllowUnixSockets []string
 	// Network is NetworkOff (the zero value: no socket but Unix-domain ones) or NetworkOn.
 	Network Network
 	// Limits are resource limits the helper sets before it starts the program; zero fields
@@ -32,8 +42,8 @@ type Policy struct {
 	Backend Backend
 }
 
-// DefaultHidden returns the paths a Policy with a nil Hidden hides: the usual credential
-// stores in the home directory. Each call returns a new slice.
+// DefaultHidden returns the paths every Policy hides unless NoDefaultHidden is set: the usual
+// credential stores in the home directory. Each call returns a new slice.
 func DefaultHidden() []string {
 	return []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.docker/config.json", "~/.netrc", "~/.kube"}
 }

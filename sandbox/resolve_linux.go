@@ -71,8 +71,8 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 	}
 
 	hidden := p.Hidden
-	if hidden == nil {
-		hidden = DefaultHidden()
+	if !p.NoDefaultHidden {
+		hidden = append(DefaultHidden(), p.Hidden...)
 	}
 	for i, h := range hidden {
 		name := fmt.Sprintf("Policy.Hidden[%d]", i)
