@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/subkit/subkit/sandbox"
 )
@@ -19,8 +20,13 @@ func ExampleLikelyDenial() {
 	// ""
 }
 
+// The credential stores, browser profiles and histories of DefaultHidden are hidden from
+// every program unless the Policy sets NoDefaultHidden; Policy.Hidden adds to them.
 func ExampleDefaultHidden() {
-	fmt.Println(sandbox.DefaultHidden())
+	hidden := sandbox.DefaultHidden()
+	fmt.Println(hidden[:3])
+	fmt.Println(slices.Contains(hidden, "~/.npmrc"), slices.Contains(hidden, "~/.bash_history"))
 	// Output:
-	// [~/.ssh ~/.aws ~/.gnupg ~/.config/gcloud ~/.docker/config.json ~/.netrc ~/.kube]
+	// [~/.ssh ~/.gnupg ~/.config/sops/age/keys.txt]
+	// true true
 }

@@ -42,10 +42,71 @@ type Policy struct {
 	Backend Backend
 }
 
-// DefaultHidden returns the paths every Policy hides unless NoDefaultHidden is set: the usual
-// credential stores in the home directory. Each call returns a new slice.
+// DefaultHidden returns the paths every Policy hides unless NoDefaultHidden is set: the places
+// in the home directory where common tools keep credentials, tokens, keys, browser profiles
+// (cookies, saved passwords) and command histories (which hold passwords typed on command
+// lines). Each call returns a new slice. Every entry starts with "~/"; one that does not
+// exist when the program starts is skipped.
+//
+// The list follows each tool's own documentation of where it keeps its secrets on Linux:
+// ssh and GnuPG; the AWS, Azure (MSAL token cache, "Azure CLI on MSAL") and Google Cloud
+// CLIs; kubectl; docker's config.json (registry auths); gh's hosts.yml ("gh auth login"),
+// hub, glab's config.yml; git-credential-store(1) (~/.git-credentials and
+// $XDG_CONFIG_HOME/git/credentials); .netrc; npmrc(5); .pypirc (twine) and pip's user
+// configuration files (index URLs with passwords), current and legacy; cargo-login(1)
+// (credentials.toml, legacy credentials); RubyGems' credentials; Vault's token helper
+// (~/.vault-token); "terraform login" (credentials.tfrc.json) and its CLI config
+// (.terraformrc credentials blocks); SOPS' age keys; libpq's .pgpass; MySQL's .my.cnf and
+// mysql_config_editor's .mylogin.cnf; the Firefox (also as a snap) and Chromium-family
+// profile directories (Chromium's docs/user_data_dir.md: Chrome, Chromium, Brave, Edge,
+// Vivaldi, Opera); the histories of bash, zsh, fish, python, node, psql, mysql, sqlite3,
+// redis-cli and irb; and the credential files of AI tools: Claude Code
+// (~/.claude/.credentials.json, and ~/.claude.json, which holds an API key when one was
+// used to log in), Codex (auth.json), Gemini CLI (oauth_creds.json, mcp-oauth-tokens.json,
+// .env), GitHub Copilot (the editors' ~/.config/github-copilot and the CLI's ~/.copilot),
+// opencode (auth.json), llm (keys.json) and Hugging Face (token, stored_tokens).
+//
+// A hidden file reads as empty where the backend runs the program in namespaces of its own
+// (it is covered by /dev/null) and fails with EACCES under Landlock alone. Both are harmless
+// for the configuration files in the list: npm skips a user config it cannot read (it logs
+// it at the verbose level), pip reads its files with Python's configparser, which skips one
+// it cannot open, and an empty file is an empty configuration to all of them. A program that
+// needs one of these files (a publish step needing ~/.npmrc's token) needs a Policy that
+// leaves the defaults out (NoDefaultHidden) and lists in Hidden what it still hides.
 func DefaultHidden() []string {
-	return []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.docker/config.json", "~/.netrc", "~/.kube"}
+	return []string{
+		// keys
+		"~/.ssh", "~/.gnupg", "~/.config/sops/age/keys.txt",
+		// cloud and containers
+		"~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker/config.json",
+		// git hosting and git
+		"~/.config/gh/hosts.yml", "~/.config/hub", "~/.config/glab-cli/config.yml",
+		"~/.git-credentials", "~/.config/git/credentials", "~/.netrc",
+		// package registries
+		"~/.npmrc", "~/.pypirc", "~/.config/pip/pip.conf", "~/.pip/pip.conf",
+		"~/.cargo/credentials", "~/.cargo/credentials.toml",
+		"~/.gem/credentials", "~/.local/share/gem/credentials",
+		// infrastructure and secrets
+		"~/.vault-token", "~/.terraform.d/credentials.tfrc.json", "~/.terraformrc",
+		// databases
+		"~/.pgpass", "~/.my.cnf", "~/.mylogin.cnf",
+		// browser profiles
+		"~/.mozilla", "~/snap/firefox/common/.mozilla",
+		"~/.config/google-chrome", "~/.config/google-chrome-beta", "~/.config/google-chrome-unstable",
+		"~/.config/chromium", "~/snap/chromium/common/chromium", "~/.config/BraveSoftware",
+		"~/.config/microsoft-edge", "~/.config/vivaldi", "~/.config/opera",
+		// shell and REPL histories
+		"~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile",
+		"~/.local/share/fish/fish_history", "~/.python_history", "~/.node_repl_history",
+		"~/.psql_history", "~/.mysql_history", "~/.sqlite_history", "~/.rediscli_history",
+		"~/.irb_history",
+		// AI tools
+		"~/.claude/.credentials.json", "~/.claude.json", "~/.codex/auth.json",
+		"~/.gemini/oauth_creds.json", "~/.gemini/mcp-oauth-tokens.json", "~/.gemini/.env",
+		"~/.config/github-copilot", "~/.copilot", "~/.local/share/opencode/auth.json",
+		"~/.config/io.datasette.llm/keys.json",
+		"~/.cache/huggingface/token", "~/.cache/huggingface/stored_tokens", "~/.huggingface/token",
+	}
 }
 
 // Network says whether the program may use the network.
