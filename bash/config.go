@@ -74,8 +74,8 @@ type Config struct {
 	// are removed from the host environment, refused in Request.Env, and the only names
 	// Request.ManagedEnv accepts. Default DefaultManagedPrefix ("DSH_").
 	ManagedPrefix string
-	// AllowEnv (key "allowEnv") lists host variables kept although their names look like
-	// credentials (false positives such as KEYBOARD_LAYOUT).
+	// AllowEnv (key "allowEnv") lists host variables kept although they look like credentials,
+	// by name or by value (false positives such as KEYBOARD_LAYOUT).
 	AllowEnv []string
 
 	// Env is the host environment commands start from, before scrubbing; nil means

@@ -22,10 +22,12 @@
 // Processes that left the group (setsid, double fork) are found on Linux by an environment
 // cookie and signalled by exact identity (pid and start time).
 //
-// Children start from the host environment minus credential-like names (*KEY*, *SECRET*,
-// *TOKEN*, *PASSWORD*, *PASSWD*, *CREDENTIAL*) and the harness's managed prefix; a Spec's Env is
-// merged after and wins. Programs are resolved from the scrubbed PATH, never from the current
-// directory implicitly.
+// Children start from the host environment minus credential-like variables (names matching
+// *KEY*, *SECRET*, *TOKEN*, *PASS*, *PWD* but PWD and OLDPWD, *CREDENTIAL*, *AUTH*, *COOKIE*,
+// *SESSION*, *DSN*, in any case; values holding scheme://user:password@) and the harness's
+// managed prefix, with Config.AllowEnv as the way back; a Spec's Env is merged after and
+// wins. Programs are resolved from the scrubbed PATH, never from the current directory
+// implicitly.
 //
 // With Config.Guard (Linux), one helper process per Service spawns every tree, adopts what
 // escapes them (it is their child subreaper), and ends all of it when this process dies without

@@ -2,13 +2,25 @@ package subprocess
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// credentialWords are the name fragments that mark a variable as a credential. Matching is
-// case-insensitive and by substring, so it has false positives (KEYBOARD_LAYOUT): list those in
+// credentialWords are the name fragments that mark a variable as a credential: keys, secrets,
+// tokens, passwords (PASS covers PASSWORD and PASSWD, PWD the MYSQL_PWD kind), credentials,
+// authentication (SSH_AUTH_SOCK, the ssh agent, included), cookies, sessions and DSNs (URLs
+// with a password: SENTRY_DSN, DATABASE_DSN). Matching is case-insensitive and by substring,
+// so it has false positives (KEYBOARD_LAYOUT, XDG_SESSION_TYPE): list those in
 // Config.AllowEnv.
-var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"}
+var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASS", "PWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "DSN"}
+
+// notCredential are the names that contain a credential word and are none: the shell's
+// working directories.
+var notCredential = []string{"PWD", "OLDPWD"}
+
+// benignParts are whole parts of a name (between underscores) that contain a credential word
+// and say nothing secret: git's GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL.
+var benignParts = []string{"AUTHOR"}
 
 // cutEnv splits NAME=VALUE. A leading '=' belongs to the name: Windows keeps per-drive
 // working directories in entries such as "=C:=C:\dir".
@@ -32,20 +44,52 @@ func (r envRules) key(name string) string {
 	return name
 }
 
-// looksSecret reports whether name looks like it holds a credential.
-func looksSecret(name string) bool {
+// looksSecret reports whether the variable name=value looks like it holds a credential: its
+// name carries a credential word, or its value a URL with a password.
+func looksSecret(name, value string) bool {
 	up := strings.ToUpper(name)
-	for _, w := range credentialWords {
-		if strings.Contains(up, w) {
-			return true
+	if !slices.Contains(notCredential, up) {
+		for part := range strings.SplitSeq(up, "_") {
+			if slices.Contains(benignParts, part) {
+				continue
+			}
+			for _, w := range credentialWords {
+				if strings.Contains(part, w) {
+					return true
+				}
+			}
 		}
 	}
-	return false
+	return hasURLPassword(value)
 }
 
-// scrubEnv returns env without credential-like names and without names carrying the managed
-// prefix, except names in allow. Malformed entries (no '=') are dropped. Later duplicates win,
-// as they would in the child.
+// hasURLPassword reports whether v holds a URL whose user info has a password
+// (scheme://user:password@host, or scheme://:password@host), as proxy settings and database
+// URLs do: HTTPS_PROXY=http://u:p@proxy:3128, DATABASE_URL=postgres://u:p@db/app. Every URL
+// in v counts (lists of them included); a URL's authority ends at the first '/', '?' or '#'
+// (RFC 3986) or at white space.
+func hasURLPassword(v string) bool {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return false
+		}
+		v = v[i+len("://"):]
+		authority := v
+		if end := strings.IndexAny(v, "/?# \t\r\n"); end >= 0 {
+			authority = v[:end]
+		}
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			if _, password, ok := strings.Cut(authority[:at], ":"); ok && password != "" {
+				return true
+			}
+		}
+	}
+}
+
+// scrubEnv returns env without credential-like variables (looksSecret) and without names
+// carrying the managed prefix, except names in allow. Malformed entries (no '=') are dropped.
+// Later duplicates win, as they would in the child.
 func scrubEnv(env []string, managedPrefix string, allow []string, r envRules) []string {
 	allowed := make(map[string]bool, len(allow))
 	for _, a := range allow {
@@ -53,12 +97,12 @@ func scrubEnv(env []string, managedPrefix string, allow []string, r envRules) []
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, ok := cutEnv(kv)
+		name, value, ok := cutEnv(kv)
 		if !ok || name == "" {
 			continue
 		}
 		if !allowed[r.key(name)] {
-			if looksSecret(name) || hasPrefix(name, managedPrefix, r) {
+			if looksSecret(name, value) || hasPrefix(name, managedPrefix, r) {
 				continue
 			}
 		}

@@ -20,13 +20,18 @@ const DefaultManagedPrefix = "DSH_"
 
 // Config configures a Service. The zero value is ready to use.
 type Config struct {
-	// Env is the base environment before scrubbing; nil means os.Environ().
+	// Env is the base environment before scrubbing; nil means os.Environ(). The scrub drops
+	// credential-like variables: a name containing KEY, SECRET, TOKEN, PASS, PWD, CREDENTIAL,
+	// AUTH, COOKIE, SESSION or DSN in any case (but PWD and OLDPWD themselves, and the AUTHOR
+	// part of GIT_AUTHOR_NAME, say nothing secret), so SSH_AUTH_SOCK too, or a value holding a
+	// URL with a password (scheme://user:password@host: proxies, database URLs); and every name
+	// carrying the managed prefix.
 	Env []string
 	// ManagedPrefix names the harness-managed variables to drop from Env; empty means
 	// DefaultManagedPrefix.
 	ManagedPrefix string
-	// AllowEnv lists names kept even though they look like credentials or carry the managed
-	// prefix (false positives such as KEYBOARD_LAYOUT).
+	// AllowEnv lists names kept even though they look like credentials (by name or by value)
+	// or carry the managed prefix (false positives such as KEYBOARD_LAYOUT or XDG_SESSION_TYPE).
 	AllowEnv []string
 	// TempDir is where the private runtime root is created; empty means os.TempDir().
 	TempDir string

@@ -28,13 +28,13 @@ func TestWindowsEnvMerge(t *testing.T) {
 func TestWindowsEnvScrub(t *testing.T) {
 	host := []string{
 		"github_Token=t", "Api_Key=k", "aws_secret_access_key=s", "Db_Password=p", "my_passwd=p",
-		"AzureCredentials=c", "dsh_session=1", "Dsh_Id=2", "KeyBoard_Layout=us",
+		"AzureCredentials=c", "dsh_depth=1", "Dsh_Id=2", "KeyBoard_Layout=us", "Ssh_Auth_Sock=s",
 		`Path=C:\a`, `PATH=C:\b`, "HOME=h", "broken",
 	}
 	assert.Equal(t, []string{"KeyBoard_Layout=us", `PATH=C:\b`, "HOME=h"},
 		scrubEnv(host, "DSH_", []string{"keyboard_layout"}, winEnv),
 		"credential words, the managed prefix and the allow-list all match case-insensitively; duplicates fold")
-	assert.Equal(t, []string{"dsh_session=1", "Dsh_Id=2", `Path=C:\a`, `PATH=C:\b`, "HOME=h"},
+	assert.Equal(t, []string{"dsh_depth=1", "Dsh_Id=2", `Path=C:\a`, `PATH=C:\b`, "HOME=h"},
 		scrubEnv(host, "DSH_", []string{"keyboard_layout"}, posixEnv),
 		"POSIX: prefix and allow-list are case-sensitive (credential words never are)")
 }
