@@ -19,6 +19,9 @@ func BenchmarkRun(b *testing.B) {
 		for b.Loop() {
 			cmd := exec.Command(l.Path)
 			cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, dir
+			if l.Report.Backend != "" {
+				cmd.SysProcAttr = l.SysProcAttr()
+			}
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func ExampleSandbox_Prepare() {
 
 	l, err := sb.Prepare(&sandbox.Policy{}, sandbox.Program{
 		Path: "/bin/sh",
-		Args: []string{"sh", "-c", `echo hi > inside && echo wrote inside; echo hi > ../outside || echo refused outside`},
+		Args: []string{"sh", "-c", `echo hi > inside && echo wrote inside; echo hi > /etc/outside || echo refused outside`},
 		Env:  []string{"PATH=/usr/bin:/bin"},
 		Dir:  work, TempDir: tmp, Home: root,
 	})
@@ -48,10 +48,11 @@ func ExampleSandbox_Prepare() {
 	}
 	cmd := exec.Command(l.Path)
 	cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, work
+	cmd.SysProcAttr = l.SysProcAttr() // a session of its own, and the namespaces it needs
 	out, err := cmd.Output()
 	fmt.Print(string(out))
 	fmt.Println("error:", err)
-	_, err = os.Stat(filepath.Join(root, "outside"))
+	_, err = os.Stat("/etc/outside")
 	fmt.Println("outside exists:", err == nil)
 	// Output:
 	// wrote inside

@@ -158,7 +158,7 @@ func TestHiddenInWritable(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(w.work, ".env"), []byte(secretMark), 0o644))
 			require.NoError(t, os.Mkdir(filepath.Join(w.work, "src"), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(w.work, "src", "main.c"), []byte(visibleMark), 0o644))
-			r, rep := v.run(t, Policy{Hidden: []string{".env"}},
+			r, rep := v.run(t, Policy{Hidden: []string{".env"}, NoDefaultHidden: true},
 				w.sh(`cat .env; cat src/main.c; echo; echo more >> src/main.c && echo src-writable; echo x > src/new && echo src-new`))
 			require.NotContains(t, r.stdout, secretMark, "%+v", r)
 			require.Contains(t, r.stdout, visibleMark)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -147,11 +148,38 @@ func landlockRules(cfg landlockHandled, writable []string, hidden []hiddenPath) 
 		w.grant(root, allFS, writeFileRights, under)
 	}
 	// The devices of /dev a confined program may open; the rest of /dev can be listed but not
-	// opened (block devices would give a root program the raw disk). /dev/pts: the program's
-	// terminal, and ptys it opens itself.
-	w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR|devRights, "/dev/pts")
-	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"} {
+	// opened (block devices would give a root program the raw disk). Of /dev/pts, only the
+	// program's own terminal: no other terminal of the host's user can be opened (a pty the
+	// program makes through /dev/ptmx is reached by TIOCGPTPEER, as openpty does).
+	w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR, "/dev/pts")
+	for _, f := range append([]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}, ownTerminals()...) {
 		w.add(devRights, f)
+	}
+	return w.rules
+}
+
+// ownTerminals are the ptys under /dev/pts this process has as stdin, stdout or stderr.
+func ownTerminals() []string {
+	var out []string
+	for fd := range 3 {
+		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if err == nil && strings.HasPrefix(p, "/dev/pts/") && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// namespaceRules are the rules of the namespaces route, whose mounts already hide what is
+// hidden and make the rest read-only: read everywhere, write in the writable roots and the
+// private file systems, the minimal /dev usable. They hold the file system should a mount be
+// missing, and bring Landlock's scopes.
+func namespaceRules(cfg landlockHandled, writable, private []string) []landlockRule {
+	w := &ruleWalk{handled: cfg.fs}
+	w.add(readDirRights, "/")
+	w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR|devRights, "/dev")
+	for _, root := range append(slices.Clone(writable), private...) {
+		w.add(cfg.fs, root)
 	}
 	return w.rules
 }
@@ -225,7 +253,11 @@ func restrictLandlock(pl *plan) error {
 	if err != nil {
 		return err
 	}
-	fd, err := newRuleset(cfg, landlockRules(cfg, pl.Writable, pl.Hidden))
+	rules := landlockRules(cfg, pl.Writable, pl.Hidden)
+	if len(pl.Mounts) > 0 {
+		rules = namespaceRules(cfg, pl.Writable, privateWritable(pl.Mounts))
+	}
+	fd, err := newRuleset(cfg, rules)
 	if err != nil {
 		return fmt.Errorf("building the Landlock ruleset: %w", err)
 	}

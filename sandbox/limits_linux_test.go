@@ -94,7 +94,25 @@ func TestProcessLimit(t *testing.T) {
 			l, err := s.Prepare(&Policy{Backend: v.backend, Limits: Limits{Processes: limit}}, prog)
 			require.NoError(t, err)
 			require.Contains(t, strings.Join(l.Report.Unenforced, "\n"), "Limits.Processes", "this process is root")
-			r := start(t, l, work, &syscall.Credential{Uid: uid, Gid: uid})
+			cred := &syscall.Credential{Uid: uid, Gid: uid}
+			if v.backend == Namespaces {
+				// Root itself: the pid namespace holds the limit where RLIMIT_NPROC does not,
+				// at the smallest pid_max the kernel takes.
+				cred = nil
+				require.Contains(t, strings.Join(l.Report.Unenforced, "\n"), fmt.Sprintf("lets %d processes", minPidMax-2))
+				l, err = s.Prepare(&Policy{Backend: v.backend, Limits: Limits{Processes: limit}},
+					Program{Path: "/bin/sh", Args: []string{"sh", "-c", strings.Replace(bomb, fmt.Sprint(tries), "400", 1)},
+						Env: prog.Env, Dir: work, TempDir: tmp, Home: home})
+				require.NoError(t, err)
+				r := start(t, l, work, cred)
+				started := strings.Count(r.stdout, "started")
+				t.Logf("started %d, stderr %q", started, r.stderr)
+				require.Less(t, started, minPidMax-2, "%+v", r)
+				require.Greater(t, started, limit, "%+v", r)
+				require.NotEqual(t, 0, r.code, "the shell fails to fork: %+v", r)
+				return
+			}
+			r := start(t, l, work, cred)
 			started := strings.Count(r.stdout, "started")
 			t.Logf("started %d, stderr %q", started, r.stderr)
 			require.Less(t, started, limit, "%+v", r)

@@ -39,8 +39,16 @@ func Main() int {
 	if err := errors.Join(os.Unsetenv(RoleVar), os.Unsetenv(PlanVar)); err != nil {
 		return fail("clearing the environment", err)
 	}
+	// No descriptor but stdio reaches the program, whatever the caller's parent left open
+	// without close-on-exec.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("closing inherited descriptors", err)
+	}
 	if pl.Stage2 {
 		return probeStage2()
+	}
+	if pl.Route == routeNSInit && pl.Stage == stageInit {
+		return runInit(pl)
 	}
 	if step, err := confine(pl); err != nil {
 		return fail(step, err)
@@ -82,11 +90,13 @@ func confine(pl *plan) (string, error) {
 		return "setting no_new_privs", err
 	}
 	switch pl.Route {
-	case routeLandlock, routeNS:
+	case routeLandlock, routeNS, routeNSInit, routeBwrap:
+		if pl.ABI == 0 && len(pl.Mounts) > 0 {
+			break // no Landlock here: the mounts alone hold the file system
+		}
 		if err := restrictLandlock(pl); err != nil {
 			return "applying Landlock", err
 		}
-	case routeBwrap:
 	default:
 		return "reading the plan", fmt.Errorf("unknown route %q", pl.Route)
 	}

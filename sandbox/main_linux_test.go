@@ -117,7 +117,8 @@ func start(t *testing.T, l *Launch, dir string, cred *syscall.Credential) result
 	cmd := exec.CommandContext(t.Context(), l.Path)
 	cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, dir
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	cmd.SysProcAttr = l.SysProcAttr()
+	cmd.SysProcAttr.Credential = cred
 	// A process the program left holding its output must not hold the test: the group is
 	// killed below, once Wait returns.
 	cmd.WaitDelay = 5 * time.Second
@@ -150,7 +151,7 @@ const (
 
 func newWorld(t *testing.T) world {
 	t.Helper()
-	root := t.TempDir()
+	root := testRoot(t)
 	w := world{root: root, work: filepath.Join(root, "work"), tmp: filepath.Join(root, "tmp"),
 		home: filepath.Join(root, "home"), outside: filepath.Join(root, "outside")}
 	for _, d := range []string{w.work, w.tmp, w.home, w.outside, filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".config", "gcloud")} {
@@ -167,6 +168,19 @@ func newWorld(t *testing.T) world {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.outside, "file"), []byte("outside\n"), 0o644))
 	return w
+}
+
+// testRoot is a new directory for one test, outside /tmp: the namespaced backends give the
+// program a private /tmp, where the test's files outside the writable roots would not be seen.
+func testRoot(t *testing.T) string {
+	t.Helper()
+	base, err := filepath.Abs(filepath.Join("..", ".build", "test-roots"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(base, 0o755))
+	root, err := os.MkdirTemp(base, "sandbox-")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(root)) })
+	return root
 }
 
 // program is prog run in w.

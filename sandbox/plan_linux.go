@@ -14,6 +14,14 @@ const (
 	routeLandlock = "landlock"    // Landlock + seccomp, applied by the helper
 	routeNS       = "landlock-ns" // Landlock, the network cut by the user+network namespace unshare(1) made
 	routeBwrap    = "bwrap"       // bwrap made the mounts and namespaces; the helper adds seccomp and limits
+	routeNSInit   = "namespaces"  // the helper is the init of new namespaces: it builds the mounts, then starts stageConfine
+)
+
+// The stages of the namespaces route: the init (the process started), then the helper again,
+// which confines itself as the Landlock route does and execs the program.
+const (
+	stageInit    = ""
+	stageConfine = "confine"
 )
 
 // plan is what Prepare tells Main, in PlanVar.
@@ -28,8 +36,12 @@ type plan struct {
 	NetworkOff bool         `json:"network_off,omitempty"`
 	Seccomp    bool         `json:"seccomp,omitempty"`
 	Limits     Limits       `json:"limits"`
-	Probe      *probeChecks `json:"probe,omitempty"`  // the probe's checks, run after confinement and before the exec
-	Stage2     bool         `json:"stage2,omitempty"` // the probe's second stage: report and exit
+	Mounts     []mountOp    `json:"mounts,omitempty"`   // namespaces route: the program's view, built by the init
+	Stage      string       `json:"stage,omitempty"`    // namespaces route: stageInit or stageConfine
+	Terminal   bool         `json:"terminal,omitempty"` // the program keeps stdin as its controlling terminal
+	PidMax     int          `json:"pid_max,omitempty"`  // namespaces route: kernel.pid_max of the new pid namespace
+	Probe      *probeChecks `json:"probe,omitempty"`    // the probe's checks, run after confinement and before the exec
+	Stage2     bool         `json:"stage2,omitempty"`   // the probe's second stage: report and exit
 }
 
 // hiddenPath is one hidden path as resolved.

@@ -31,6 +31,15 @@ type Policy struct {
 	// SSH_AUTH_SOCK is not passed (the Report says what a backend without namespaces leaves
 	// reachable).
 	AllowUnixSockets []string
+	// Protected lists paths inside the writable roots that stay read-only, in addition to
+	// DefaultProtected() unless NoDefaultProtected is set: relative ones are taken in each
+	// writable root, absolute ones as they are; those that do not exist are skipped. They keep
+	// what the program writes from running later, unconfined, when the user works in the same
+	// directory (a git hook, an rc file, an editor's task). Enforced where the backend gives the
+	// program a mount namespace; the Report says when it cannot.
+	Protected []string
+	// NoDefaultProtected leaves DefaultProtected() out: only Protected is protected.
+	NoDefaultProtected bool
 	// Network is NetworkOff (the zero value: no socket but Unix-domain ones) or NetworkOn.
 	Network Network
 	// Limits are resource limits the helper sets before it starts the program; zero fields
@@ -109,6 +118,20 @@ func DefaultHidden() []string {
 	}
 }
 
+// DefaultProtected returns the paths of each writable root that every Policy keeps read-only
+// unless NoDefaultProtected is set: what git, shells, direnv, editors and agent tools run or
+// load from a directory without asking. The list follows the "dangerous files" of Anthropic's
+// sandbox-runtime and the protected .git of codex, narrowed so that a commit still works: the
+// hooks and the configuration of a repository (core.hooksPath, core.fsmonitor and filters
+// live there), .gitmodules, shell start-up files, .envrc, editor and agent configuration
+// directories. Each call returns a new slice.
+func DefaultProtected() []string {
+	return []string{".git/hooks", ".git/config", ".gitmodules", ".gitconfig", ".envrc",
+		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+		".zshrc", ".zshenv", ".zprofile", ".zlogin", ".ripgreprc",
+		".vscode", ".idea", ".mcp.json", ".claude", ".cursor", ".codex", ".gemini"}
+}
+
 // Network says whether the program may use the network.
 type Network int
 
@@ -169,12 +192,22 @@ const (
 	// inside, the helper adds the seccomp filter, no new privileges and the limits. The
 	// program is a child of bwrap (another pid).
 	Bubblewrap Backend = "bwrap"
+	// Namespaces starts the helper in new user, mount, pid and IPC namespaces (and network,
+	// with the network off), where it builds the program's view itself (/ read-only, its own
+	// /proc and /dev, private /tmp and /run, the writable roots bound, hidden and protected
+	// paths mounted over) and then applies Landlock, the limits, the capability drop and the
+	// seccomp filter as the Landlock backend does. The program is a grandchild of the process
+	// started (the helper stays as the namespace's init).
+	Namespaces Backend = "namespaces"
 )
 
 // Report says how one program is confined: which backend enforces the policy, and what it
 // could not enforce.
 type Report struct {
 	Backend Backend
+	// Namespaces are the namespaces the program runs in of its own ("user", "mount", "pid",
+	// "ipc", "net"), empty when it shares the host's.
+	Namespaces []string
 	// Network is "off by seccomp", "off by namespace", "off by seccomp and namespace" or "on".
 	Network string
 	// Writable are the writable roots as resolved (absolute, links resolved).

@@ -3,8 +3,11 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Prepare resolves p for one program and returns what to start instead: the helper, behind
@@ -35,7 +38,7 @@ func (s *Sandbox) pick(b Backend) (backendInfo, error) {
 	switch b {
 	case "":
 		return s.found[0], nil
-	case Landlock, Bubblewrap:
+	case Namespaces, Landlock, Bubblewrap:
 		for _, i := range s.found {
 			if i.backend == b {
 				return i, nil
@@ -44,19 +47,37 @@ func (s *Sandbox) pick(b Backend) (backendInfo, error) {
 		return backendInfo{}, &Error{Op: "prepare", Name: "Policy.Backend", Kind: ErrUnsupported,
 			Err: fmt.Errorf("%s does not work here: %s", b, s.missing[b])}
 	}
-	return backendInfo{}, invalid("prepare", "Policy.Backend", "unknown backend %q (use %q or %q, or \"\" for the first that works)", b, Landlock, Bubblewrap)
+	return backendInfo{}, invalid("prepare", "Policy.Backend", "unknown backend %q (use %q, %q or %q, or \"\" for the first that works)", b, Namespaces, Landlock, Bubblewrap)
 }
 
 // launch builds the Launch of r under backend info; probe adds the probe's checks to the plan.
 func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*Launch, error) {
 	pl := &plan{V: planVersion, Path: r.prog.Path, Dir: r.prog.Dir, NetworkOff: r.networkOff,
-		Seccomp: info.seccomp, Limits: r.limits, Probe: probe}
+		Seccomp: info.seccomp, Limits: r.limits, Terminal: r.prog.Terminal, Probe: probe}
 	rep := Report{Backend: info.backend, Writable: slices.Clone(r.writable), Network: "on"}
 	for _, h := range r.hidden {
 		rep.Hidden = append(rep.Hidden, h.Path)
 	}
 	var argv []string
+	var cloneflags uintptr
 	switch info.backend {
+	case Namespaces:
+		pl.Route, pl.ABI, pl.Writable, pl.Mounts = routeNSInit, info.abi, r.writable, mountPlan(r)
+		if r.limits.Processes != 0 && info.pidMax {
+			// Processes and threads of the namespace, the init included: pids 1 to PidMax-1.
+			pl.PidMax = int(max(r.limits.Processes+2, minPidMax))
+		}
+		argv = []string{s.helper}
+		cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
+		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
+		if r.networkOff {
+			cloneflags |= unix.CLONE_NEWNET
+			rep.Namespaces = append(rep.Namespaces, "net")
+			rep.Network = "off by seccomp and namespace"
+			if !info.seccomp {
+				rep.Network = "off by namespace"
+			}
+		}
 	case Landlock:
 		pl.ABI, pl.Writable, pl.Hidden = info.abi, r.writable, r.hidden
 		pl.Route = routeLandlock
@@ -65,6 +86,7 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 			pl.Route = routeNS
 			if r.networkOff {
 				argv = []string{info.unshare, "--user", "--map-current-user", "--net", "--", s.helper}
+				rep.Namespaces = []string{"user", "net"}
 			}
 		}
 		rep.SamePid = true
@@ -75,9 +97,11 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 			}
 		}
 	case Bubblewrap:
-		pl.Route = routeBwrap
-		argv = append(bwrapArgs(info.bwrap, r), "--", s.helper)
+		pl.Route, pl.ABI, pl.Writable, pl.Mounts = routeBwrap, info.abi, r.writable, mountPlan(r, s.helper)
+		argv = append(bwrapArgs(info.bwrap, r, pl.Mounts), "--", s.helper)
+		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
 		if r.networkOff {
+			rep.Namespaces = append(rep.Namespaces, "net")
 			rep.Network = "off by seccomp and namespace"
 			if !info.seccomp {
 				rep.Network = "off by namespace"
@@ -97,18 +121,46 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	if len(planEnv) >= maxArgLen {
 		return nil, invalid("prepare", "Policy", "the plan takes %d bytes, more than the %d of one environment string: fewer or shorter paths", len(planEnv), maxArgLen-1)
 	}
-	env := make([]string, 0, len(r.prog.Env)+3)
+	env := append(programEnv(r), RoleVar+"="+RoleSandbox, planEnv)
+	return &Launch{Path: argv[0], Args: argv, Env: env, Cloneflags: cloneflags, Setsid: !r.prog.Terminal, Report: rep}, nil
+}
+
+// minPidMax is the lowest kernel.pid_max Linux takes (RESERVED_PIDS + 1).
+const minPidMax = 301
+
+// programEnv is the program's environment: the Program's less the helper's variables and an
+// agent socket the program may not reach, TMPDIR, and the caches of build and package tools
+// in the program's own writable place (TempDir/.cache) unless they already name a writable
+// one, so that go build, go test, pip and npm work with a read-only home.
+func programEnv(r *resolved) []string {
+	agent := envValue(r.prog.Env, "SSH_AUTH_SOCK")
+	if real, err := filepath.EvalSymlinks(agent); err == nil && slices.Contains(r.sockets, real) {
+		agent = "" // allowed: passed on
+	}
+	env := make([]string, 0, len(r.prog.Env)+8)
 	for _, e := range r.prog.Env {
 		k, _, _ := strings.Cut(e, "=")
-		if k != RoleVar && k != PlanVar && (k != "TMPDIR" || r.prog.TempDir == "") {
+		if k != RoleVar && k != PlanVar && (k != "TMPDIR" || r.prog.TempDir == "") && (k != "SSH_AUTH_SOCK" || agent == "") {
 			env = append(env, e)
 		}
 	}
-	if r.prog.TempDir != "" {
-		env = append(env, "TMPDIR="+r.prog.TempDir)
+	if r.prog.TempDir == "" {
+		return env
 	}
-	env = append(env, RoleVar+"="+RoleSandbox, planEnv)
-	return &Launch{Path: argv[0], Args: argv, Env: env, Report: rep}, nil
+	env = append(env, "TMPDIR="+r.prog.TempDir)
+	cache := filepath.Join(r.prog.TempDir, ".cache")
+	writable := func(p string) bool {
+		return filepath.IsAbs(p) && slices.ContainsFunc(r.writable, func(w string) bool { return p == w || within(p, w) })
+	}
+	for _, c := range []struct{ name, dir string }{
+		{"XDG_CACHE_HOME", cache}, {"GOCACHE", filepath.Join(cache, "go-build")},
+		{"npm_config_cache", filepath.Join(cache, "npm")}, {"PIP_CACHE_DIR", filepath.Join(cache, "pip")},
+	} {
+		if !writable(envValue(env, c.name)) {
+			env = append(env, c.name+"="+c.dir)
+		}
+	}
+	return env
 }
 
 // limitsOf says what backend info cannot enforce of r here (Report.Unenforced), and what the
@@ -117,73 +169,116 @@ func limitsOf(info backendInfo, r *resolved) (unenforced, notes []string) {
 	if !info.seccomp {
 		unenforced = append(unenforced, "no seccomp filter could be loaded: new namespaces (unshare, clone), keyrings, bpf, io_uring, ptrace of processes inside the sandbox and TIOCSTI are not refused")
 	}
-	if r.limits.Processes != 0 && os.Geteuid() == 0 {
-		unenforced = append(unenforced, "Limits.Processes: the kernel does not apply RLIMIT_NPROC to uid 0, and this process runs as root")
-	}
 	if info.capsKept {
 		unenforced = append(unenforced, "capabilities: the program keeps those of the bounding set, which cannot be emptied without CAP_SETPCAP")
 	}
+	if info.backend != Landlock && info.abi < 1 {
+		unenforced = append(unenforced, "Landlock is missing here: the mounts alone keep the file system read-only and hidden paths hidden")
+	}
+	root := os.Geteuid() == 0
+	if p := r.limits.Processes; p != 0 && root {
+		switch {
+		case info.backend != Namespaces || !info.pidMax:
+			unenforced = append(unenforced, "Limits.Processes: the kernel does not apply RLIMIT_NPROC to uid 0, and this process runs as root (the namespaces backend on Linux 6.14 or later holds it through the pid namespace)")
+		case p+2 < minPidMax:
+			unenforced = append(unenforced, fmt.Sprintf("Limits.Processes %d: as root it is held by the pid namespace, whose smallest pid_max lets %d processes and threads run", p, minPidMax-2))
+		}
+	}
 	switch info.backend {
+	case Namespaces, Bubblewrap:
+		notes = append(notes, "/tmp, /var/tmp, /run and $XDG_RUNTIME_DIR are private and start empty; /proc shows only the sandbox's processes and is read-only; /dev has null, zero, full, random, urandom, tty, a pty instance of its own and a private shm")
+		if info.backend == Bubblewrap {
+			notes = append(notes, "the program is a child of bwrap, which reports a program killed by signal N as exit status 128+N")
+		} else {
+			notes = append(notes, "the program is a child of the sandbox's init, which reports a program killed by signal N as exit status 128+N")
+		}
+		unenforced = append(unenforced, "connect(2) to a pathname Unix socket outside the writable roots is refused only where a private /tmp, /run or $XDG_RUNTIME_DIR or a hidden path covers it; a socket elsewhere (in the home directory, say) is reachable unless hidden")
+		if len(r.hidden) > 0 {
+			notes = append(notes, "hidden directories are empty and unreadable, hidden files empty")
+		}
 	case Landlock:
-		if info.abi < 9 {
-			unenforced = append(unenforced, fmt.Sprintf("connect(2) to pathname Unix sockets outside the writable roots (an ssh-agent's $SSH_AUTH_SOCK, /var/run/docker.sock) is not refused: Landlock ABI %d, 9 needed", info.abi))
-		}
-		if info.abi < 6 {
-			unenforced = append(unenforced, fmt.Sprintf("signals to processes outside the sandbox and abstract Unix sockets are not refused: Landlock ABI %d, 6 needed", info.abi))
-		}
-		if info.abi < 3 {
-			unenforced = append(unenforced, fmt.Sprintf("truncate(2) of files outside the writable roots is not refused: Landlock ABI %d, 3 needed", info.abi))
-		}
-		if info.abi < 2 {
-			notes = append(notes, "rename and link between directories are refused everywhere: Landlock ABI 1")
-		}
-		var unlisted []string
-		for _, h := range r.hidden {
-			if !h.Dir {
-				continue
-			}
-			for a := parentDir(h.Path); ; a = parentDir(a) {
-				if !slices.Contains(unlisted, a) {
-					unlisted = append(unlisted, a)
-				}
-				if a == "/" {
-					break
-				}
-			}
-		}
-		if len(unlisted) > 0 {
-			slices.Sort(unlisted)
-			notes = append(notes, "these directories hold hidden directories and cannot be listed (their other entries can be used by name; entries made after the start cannot be read): "+strings.Join(unlisted, ", "))
-		}
-		for _, w := range r.writable {
-			var in []string
-			for _, h := range r.hidden {
-				if within(h.Path, w) {
-					in = append(in, h.Path)
-				}
-			}
-			if len(in) > 0 {
-				notes = append(notes, fmt.Sprintf("writable root %s holds hidden paths (%s): its existing entries are writable, but no entry can be made or removed directly in it, nor in the directories between it and a hidden path", w, strings.Join(in, ", ")))
-			}
-		}
-		notes = append(notes, "/dev: only null, zero, full, random, urandom, tty, ptmx and the ptys under /dev/pts can be opened (not /dev/shm, unless writable)")
-		if r.networkOff && !info.seccomp {
-			notes = append(notes, "the network namespace has no interface up: 127.0.0.1 is unreachable too")
-			what := "binding an MPTCP socket (Go's default for Listen) is not refused (Landlock's TCP rules cover plain TCP only)"
-			if info.abi < 4 {
-				what = fmt.Sprintf("binding sockets is not refused (Landlock ABI %d, 4 needed for TCP)", info.abi)
-			}
-			unenforced = append(unenforced, what+"; it binds in the program's own network namespace, which nothing outside reaches")
-		}
-		unenforced = append(unenforced, "chmod(2), utimes(2) and user extended attributes of files outside the writable roots are not refused when their owner runs the program (Landlock has no right for metadata); as root that includes system files")
-	case Bubblewrap:
-		unenforced = append(unenforced, "connect(2) to pathname Unix sockets outside the writable roots (an ssh-agent's $SSH_AUTH_SOCK, /var/run/docker.sock) is not refused: read-only mounts do not cover it")
-		notes = append(notes,
-			"the program is a child of bwrap, which reports a program killed by signal N as exit status 128+N",
-			"hidden directories are empty and unreadable, hidden files empty; /proc shows only the sandbox's processes; /dev is bwrap's minimal one, with a pts instance of its own",
-		)
+		unenforced = append(unenforced, landlockUnenforced(info, r)...)
+		notes = append(notes, landlockNotes(info, r)...)
+	}
+	if r.networkOff && !info.seccomp && info.backend != Namespaces {
+		notes = append(notes, "the network namespace has no interface up: 127.0.0.1 is unreachable too")
 	}
 	return unenforced, notes
+}
+
+// landlockUnenforced is what the Landlock backend, without namespaces, leaves open.
+func landlockUnenforced(info backendInfo, r *resolved) []string {
+	var out []string
+	if info.abi < 9 {
+		out = append(out, fmt.Sprintf("connect(2) to pathname Unix sockets outside the writable roots (an ssh-agent's socket, /var/run/docker.sock) is not refused: Landlock ABI %d, 9 needed, and no mount namespace here", info.abi))
+	}
+	if info.abi < 6 {
+		out = append(out, fmt.Sprintf("signals to processes outside the sandbox and abstract Unix sockets are not refused: Landlock ABI %d, 6 needed", info.abi))
+	}
+	if info.abi < 3 {
+		out = append(out, fmt.Sprintf("truncate(2) of files outside the writable roots is not refused: Landlock ABI %d, 3 needed", info.abi))
+	}
+	out = append(out,
+		"chmod(2), utimes(2) and extended attributes of files outside the writable roots are not refused when their owner runs the program (Landlock has no right for metadata); as root that includes system files",
+		"/tmp, /dev/shm, SysV IPC and POSIX message queues are the host's, and /proc shows every process of the host",
+	)
+	if len(r.protected) > 0 {
+		out = append(out, "protected paths stay writable (Landlock cannot take part of a writable root back): "+strings.Join(protectedPaths(r), ", "))
+	}
+	if r.networkOff && !info.seccomp {
+		what := "binding an MPTCP socket (Go's default for Listen) is not refused (Landlock's TCP rules cover plain TCP only)"
+		if info.abi < 4 {
+			what = fmt.Sprintf("binding sockets is not refused (Landlock ABI %d, 4 needed for TCP)", info.abi)
+		}
+		out = append(out, what+"; it binds in the program's own network namespace, which nothing outside reaches")
+	}
+	return out
+}
+
+func protectedPaths(r *resolved) []string {
+	var out []string
+	for _, p := range r.protected {
+		out = append(out, p.Path)
+	}
+	return out
+}
+
+// landlockNotes is what a program confined by Landlock alone may notice.
+func landlockNotes(info backendInfo, r *resolved) []string {
+	var notes []string
+	if info.abi < 2 {
+		notes = append(notes, "rename and link between directories are refused everywhere: Landlock ABI 1")
+	}
+	var unlisted []string
+	for _, h := range r.hidden {
+		if !h.Dir {
+			continue
+		}
+		for a := parentDir(h.Path); ; a = parentDir(a) {
+			if !slices.Contains(unlisted, a) {
+				unlisted = append(unlisted, a)
+			}
+			if a == "/" {
+				break
+			}
+		}
+	}
+	if len(unlisted) > 0 {
+		slices.Sort(unlisted)
+		notes = append(notes, "these directories hold hidden directories and cannot be listed (their other entries can be used by name; entries made after the start cannot be read): "+strings.Join(unlisted, ", "))
+	}
+	for _, w := range r.writable {
+		var in []string
+		for _, h := range r.hidden {
+			if within(h.Path, w) {
+				in = append(in, h.Path)
+			}
+		}
+		if len(in) > 0 {
+			notes = append(notes, fmt.Sprintf("writable root %s holds hidden paths (%s): its existing entries are writable, but no entry can be made or removed directly in it, nor in the directories between it and a hidden path", w, strings.Join(in, ", ")))
+		}
+	}
+	return append(notes, "/dev: only null, zero, full, random, urandom, tty, ptmx and the program's own terminal can be opened (not /dev/shm, unless writable)")
 }
 
 func parentDir(p string) string {

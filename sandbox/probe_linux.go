@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // New probes which backends can confine a program here, by really confining the helper with
@@ -33,10 +35,11 @@ func NewContext(ctx context.Context, helper string) (*Sandbox, error) {
 // probeOptions change what the probe finds, for tests: each makes a backend, or a part of
 // one, unavailable.
 type probeOptions struct {
-	landlockABI func() (int, error) // nil: the kernel's
-	noSeccomp   bool                // as if no seccomp filter could be loaded
-	bwrap       string              // bwrap to try; "": the one on PATH
-	unshare     string              // unshare(1) to use; "": the one on PATH
+	landlockABI  func() (int, error) // nil: the kernel's
+	noSeccomp    bool                // as if no seccomp filter could be loaded
+	noNamespaces bool                // as if the namespaces backend did not work
+	bwrap        string              // bwrap to try; "": the one on PATH
+	unshare      string              // unshare(1) to use; "": the one on PATH
 }
 
 func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandbox, err error) {
@@ -65,9 +68,21 @@ func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandb
 	if abiOf == nil {
 		abiOf = landlockABI
 	}
-	switch abi, err := abiOf(); {
-	case err != nil:
-		s.missing[Landlock] = fmt.Sprintf("reading the Landlock ABI: %v", err)
+	abi, abiErr := abiOf()
+	if abiErr != nil {
+		abi = 0
+	}
+	abi = min(abi, maxABI) // a newer kernel is used as the newest ABI the sandbox knows, and reported so
+
+	if opts.noNamespaces {
+		s.missing[Namespaces] = "not tried"
+	} else if err := pr.try(ctx, backendInfo{backend: Namespaces, abi: abi, pidMax: kernelAtLeast(6, 14)}, !opts.noSeccomp); err != nil {
+		return nil, err
+	}
+
+	switch {
+	case abiErr != nil:
+		s.missing[Landlock] = fmt.Sprintf("reading the Landlock ABI: %v", abiErr)
 	case abi < 1:
 		s.missing[Landlock] = "Landlock is not enabled in this kernel (it needs Linux 5.13 or later with landlock in the lsm= boot parameter)"
 	default:
@@ -75,8 +90,7 @@ func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandb
 		if unshare == "" {
 			unshare, _ = exec.LookPath("unshare") // not found: "" and the namespace route is out
 		}
-		// A newer kernel is used as the newest ABI the sandbox knows, and reported so.
-		if err := pr.try(ctx, backendInfo{backend: Landlock, abi: min(abi, maxABI), unshare: unshare}, !opts.noSeccomp); err != nil {
+		if err := pr.try(ctx, backendInfo{backend: Landlock, abi: abi, unshare: unshare}, !opts.noSeccomp); err != nil {
 			return nil, err
 		}
 	}
@@ -87,17 +101,17 @@ func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandb
 	}
 	if bwrap == "" {
 		s.missing[Bubblewrap] = "bwrap is not installed (Debian: apt-get install bubblewrap)"
-	} else if err := pr.try(ctx, backendInfo{backend: Bubblewrap, bwrap: bwrap}, !opts.noSeccomp); err != nil {
+	} else if err := pr.try(ctx, backendInfo{backend: Bubblewrap, abi: abi, bwrap: bwrap}, !opts.noSeccomp); err != nil {
 		return nil, err
 	}
 
 	if len(s.found) == 0 {
 		var why []string
-		for _, b := range []Backend{Landlock, Bubblewrap} {
+		for _, b := range []Backend{Namespaces, Landlock, Bubblewrap} {
 			why = append(why, string(b)+": "+s.missing[b])
 		}
 		return nil, &Error{Op: "new", Kind: ErrUnsupported, Err: errors.New("no backend can confine a program here: " + strings.Join(why, "; ")),
-			Hint: "enable Landlock (Linux 5.13+, lsm=landlock) or install a working bubblewrap; a container may need unprivileged user namespaces allowed"}
+			Hint: "allow unprivileged user namespaces (a container may refuse them), or enable Landlock (Linux 5.13+, lsm=landlock)"}
 	}
 	return s, nil
 }
@@ -184,8 +198,10 @@ func (pr *prober) run(ctx context.Context, info backendInfo) (backendInfo, error
 		hidden:     []hiddenPath{{Path: filepath.Join(pr.dir, "h"), Dir: true}},
 		networkOff: true,
 	}
-	checks := &probeChecks{Inside: filepath.Join(w, "inside-"+tag), Outside: filepath.Join(pr.dir, "outside-"+tag), Secret: filepath.Join(pr.dir, "h", "s")}
-	if !info.seccomp || info.backend == Bubblewrap {
+	// Outside is on the host's / itself: neither a writable root nor beneath a private file
+	// system of the namespaces, so a write there that worked would be seen here.
+	checks := &probeChecks{Inside: filepath.Join(w, "inside-"+tag), Outside: "/" + filepath.Base(pr.dir) + "-outside-" + tag, Secret: filepath.Join(pr.dir, "h", "s")}
+	if !info.seccomp || info.backend != Landlock {
 		ns, err := os.Readlink("/proc/self/ns/net")
 		if err != nil {
 			return info, fmt.Errorf("reading this process's network namespace: %w", err)
@@ -200,11 +216,13 @@ func (pr *prober) run(ctx context.Context, info backendInfo) (backendInfo, error
 	cmd := exec.CommandContext(ctx, l.Path)
 	cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, w
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	SetNamespaces(cmd.SysProcAttr, l.Cloneflags)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 	if _, err := os.Lstat(checks.Outside); !errors.Is(err, fs.ErrNotExist) {
+		os.Remove(checks.Outside)
 		return info, fmt.Errorf("the probe wrote outside its writable roots (%s)", checks.Outside)
 	}
 	if runErr != nil {
@@ -244,4 +262,17 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// kernelAtLeast reports whether the running kernel's release is major.minor or later.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }

@@ -30,7 +30,7 @@ func TestProbeNext(t *testing.T) {
 	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	sb, err := newSandbox(t.Context(), exe, probeOptions{landlockABI: noLandlock})
+	sb, err := newSandbox(t.Context(), exe, probeOptions{landlockABI: noLandlock, noNamespaces: true})
 	require.NoError(t, err)
 	require.Equal(t, []Backend{Bubblewrap}, sb.Backends())
 	require.ErrorIs(t, sb.Unavailable(Landlock), ErrUnsupported)
@@ -65,7 +65,7 @@ func TestProbeBrokenBwrap(t *testing.T) {
 func TestProbeNone(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	sb, err := newSandbox(t.Context(), exe, probeOptions{landlockABI: noLandlock, bwrap: fakeBwrap(t)})
+	sb, err := newSandbox(t.Context(), exe, probeOptions{landlockABI: noLandlock, bwrap: fakeBwrap(t), noNamespaces: true})
 	require.Nil(t, sb)
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorIs(t, err, errors.ErrUnsupported)

@@ -22,6 +22,8 @@ type resolved struct {
 	prog       Program
 	writable   []string     // resolved writable roots, TempDir included
 	hidden     []hiddenPath // resolved hidden paths that exist
+	protected  []hiddenPath // resolved protected paths that exist within a writable root
+	sockets    []string     // resolved Unix sockets the program may connect to
 	networkOff bool
 	limits     Limits
 }
@@ -70,12 +72,18 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		}
 	}
 
-	hidden := p.Hidden
+	type entry struct{ name, path string }
+	var hidden []entry
 	if !p.NoDefaultHidden {
-		hidden = append(DefaultHidden(), p.Hidden...)
+		for i, h := range DefaultHidden() {
+			hidden = append(hidden, entry{fmt.Sprintf("DefaultHidden()[%d]", i), h})
+		}
 	}
-	for i, h := range hidden {
-		name := fmt.Sprintf("Policy.Hidden[%d]", i)
+	for i, h := range p.Hidden {
+		hidden = append(hidden, entry{fmt.Sprintf("Policy.Hidden[%d]", i), h})
+	}
+	for _, e := range hidden {
+		name, h := e.name, e.path
 		abs, err := expand(h, prog, name)
 		if err != nil {
 			return nil, err
@@ -101,7 +109,75 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 			r.hidden = append(r.hidden, hiddenPath{Path: real, Dir: fi.IsDir()})
 		}
 	}
+
+	for i, s := range p.AllowUnixSockets {
+		name := fmt.Sprintf("Policy.AllowUnixSockets[%d]", i)
+		abs, err := expand(s, prog, name)
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, pathError(name, abs, err)
+		}
+		if fi, err := os.Stat(real); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			return nil, invalid(op, name, "%s is not a Unix socket", real)
+		}
+		r.sockets = append(r.sockets, real)
+	}
+
+	if !p.NoDefaultProtected {
+		for i, pp := range DefaultProtected() {
+			if err := r.protect(fmt.Sprintf("DefaultProtected()[%d]", i), pp); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, pp := range p.Protected {
+		if err := r.protect(fmt.Sprintf("Policy.Protected[%d]", i), pp); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// protect adds the protected path p: in each writable root when relative, else as it is. A
+// repository's missing .git/hooks is made (empty, as git init makes it), so that no hook can
+// be planted there either.
+func (r *resolved) protect(name, p string) error {
+	if p == "" || strings.HasPrefix(p, "~") {
+		return invalid("prepare", name, "%q: want a path relative to each writable root, or an absolute one", p)
+	}
+	if err := checkString(name, p); err != nil {
+		return err
+	}
+	var cands []string
+	if filepath.IsAbs(p) {
+		cands = []string{filepath.Clean(p)}
+	} else {
+		for _, w := range r.writable {
+			cands = append(cands, filepath.Join(w, p))
+		}
+	}
+	for _, c := range cands {
+		if filepath.Base(c) == "hooks" && filepath.Base(filepath.Dir(c)) == ".git" && isRealDir(filepath.Dir(c)) {
+			if err := os.Mkdir(c, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return pathError(name, c, err)
+			}
+		}
+		real, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			continue // missing: nothing to protect
+		}
+		fi, err := os.Stat(real)
+		if err != nil || !slices.ContainsFunc(r.writable, func(w string) bool { return within(real, w) }) {
+			continue // outside every writable root: read-only already
+		}
+		if !slices.ContainsFunc(r.protected, func(x hiddenPath) bool { return x.Path == real }) {
+			r.protected = append(r.protected, hiddenPath{Path: real, Dir: fi.IsDir()})
+		}
+	}
+	return nil
 }
 
 // checkProgram checks the fields of prog. needTemp: the default writable roots need TempDir.

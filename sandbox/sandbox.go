@@ -36,16 +36,27 @@ type Program struct {
 	// Home is the home directory "~/" expands to in Policy paths; it may be empty only when
 	// no Policy path starts with "~".
 	Home string
+	// Terminal says the program's stdin is a terminal made for it (a pty whose session it
+	// leads), which it keeps as its controlling terminal. Otherwise the program runs in a new
+	// session with no controlling terminal: it can neither take the caller's terminal's
+	// foreground nor read what the user types there.
+	Terminal bool
 }
 
 // Launch is what to start instead of the Program: after the helper's exec (and bwrap's, or
 // unshare's) the process is the program, confined. Each argument of the Program stays its own
 // argument here (none is packed into one string, which Linux caps at 128 KiB).
 type Launch struct {
-	Path   string   // absolute path of what to start (the helper, unshare or bwrap)
-	Args   []string // its arguments, Args[0] being argv[0]
-	Env    []string // its environment: the Program's, TMPDIR, and the helper's role and plan
-	Report Report   // how the program will be confined
+	Path string   // absolute path of what to start (the helper, unshare or bwrap)
+	Args []string // its arguments, Args[0] being argv[0]
+	Env  []string // its environment: the Program's, TMPDIR, and the helper's role and plan
+	// Cloneflags, when not zero, are the namespaces (CLONE_NEW*) Path must start in: set them
+	// with SetNamespaces on the attributes that start it.
+	Cloneflags uintptr
+	// Setsid says the caller must start Path in a new session (SysProcAttr.Setsid): true unless
+	// Program.Terminal, whose caller makes the session itself.
+	Setsid bool
+	Report Report // how the program will be confined
 }
 
 // Sandbox is this machine's probed ability to confine programs: made once by New and
@@ -63,6 +74,7 @@ type backendInfo struct {
 	seccomp  bool   // the seccomp filter loads
 	unshare  string // util-linux unshare, for the network namespace hop (Landlock without seccomp)
 	bwrap    string // bwrap's path (Bubblewrap backend)
+	pidMax   bool   // kernel.pid_max can be set in a new pid namespace (Linux 6.14)
 	capsKept bool   // the program keeps capabilities (no CAP_SETPCAP to drop the bounding set)
 }
 

@@ -101,8 +101,9 @@ func (g *guardKeeper) spawn(cmd *exec.Cmd) (*guard.Leader, error) {
 		return nil, err
 	}
 	r := guard.Request{Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, Env: cmd.Env}
-	if a := cmd.SysProcAttr; a != nil && a.Setsid {
-		r.Setsid, r.Setctty = true, a.Setctty
+	if a := cmd.SysProcAttr; a != nil {
+		r.Setsid, r.Setctty = a.Setsid, a.Setsid && a.Setctty
+		r.Clone = cloneflags(a)
 	}
 	var opened []*os.File
 	defer func() {

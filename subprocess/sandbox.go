@@ -37,29 +37,39 @@ func (x *sandboxes) get() (*sandbox.Sandbox, error) {
 	return x.sb, x.err
 }
 
+// confined is what starts a program: itself, or under a sandbox the helper that confines it.
+type confined struct {
+	path       string
+	args, env  []string
+	cloneflags uintptr // namespaces to start path in (sandbox.Launch.Cloneflags)
+	setsid     bool    // path starts in a session of its own (sandbox.Launch.Setsid)
+	report     *sandbox.Report
+}
+
 // confine turns the program a spawn would start into what starts it under pol (the Spec's, else
-// Config.Sandbox; none: the program as it is) and says how it is confined.
-func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env []string, dir string) (string, []string, []string, *sandbox.Report, error) {
+// Config.Sandbox; none: the program as it is) and says how it is confined. terminal: the
+// program gets a pty as its controlling terminal.
+func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env []string, dir string, terminal bool) (confined, error) {
 	if pol == nil {
 		pol = s.sandboxPolicy
 	}
 	if pol == nil {
-		return path, argv, env, nil, nil
+		return confined{path: path, args: argv, env: env}, nil
 	}
 	sb, err := s.sandboxes.get()
 	if err != nil {
-		return "", nil, nil, nil, sandboxError(op, path, err)
+		return confined{}, sandboxError(op, path, err)
 	}
 	tmp, err := s.sandboxTemp()
 	if err != nil {
-		return "", nil, nil, nil, &Error{Op: op, Name: path, Kind: ErrSystem, Err: fmt.Errorf("sandbox temp dir: %w", err)}
+		return confined{}, &Error{Op: op, Name: path, Kind: ErrSystem, Err: fmt.Errorf("sandbox temp dir: %w", err)}
 	}
-	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env)})
+	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env), Terminal: terminal})
 	if err != nil {
-		return "", nil, nil, nil, sandboxError(op, path, err)
+		return confined{}, sandboxError(op, path, err)
 	}
 	report := l.Report
-	return l.Path, l.Args, l.Env, &report, nil
+	return confined{path: l.Path, args: l.Args, env: l.Env, cloneflags: l.Cloneflags, setsid: l.Setsid, report: &report}, nil
 }
 
 // sandboxTemp is the private temp dir (TMPDIR) of the Service's sandboxed programs, made in the

@@ -63,13 +63,14 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		pumpsDone: make(chan struct{}),
 	}
 	h.spill = s.spillPlace(spec.SpillDir)
-	start, argv, env, report, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir)
+	c, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir, false)
 	if err != nil {
 		return nil, err
 	}
-	h.sandbox = report
-	cmd := &exec.Cmd{Path: start, Args: argv, Dir: dir, Env: env}
+	h.sandbox = c.report
+	cmd := &exec.Cmd{Path: c.path, Args: c.args, Dir: dir, Env: c.env}
 	s.backend.prepare(cmd)
+	c.apply(cmd)
 
 	var io stdio
 	defer io.closeChildEnds()

@@ -70,18 +70,20 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		return nil, fail(err)
 	}
 	argv := append([]string{spec.Path}, spec.Args...)
-	start, startArgv, env, report, err := s.confine("spawn terminal", spec.Sandbox, path, argv, env, dir)
+	c, err := s.confine("spawn terminal", spec.Sandbox, path, argv, env, dir, true)
 	if err != nil {
 		master.Close()
 		return nil, err
 	}
+	report := c.report
 	cmd := &exec.Cmd{
-		Path: start, Args: startArgv, Dir: dir, Env: env,
+		Path: c.path, Args: c.args, Dir: dir, Env: c.env,
 		Stdin: tty, Stdout: tty, Stderr: tty,
 	}
 	be := s.backend.(*posixBackend) // the one backend of unix
 	be.prepare(cmd)                 // the Service's and the tree's cookies
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	c.apply(cmd)
 	tree, cookie, pid, err := be.startTree(cmd) // a session leader leads a group of its own too
 	if err != nil {
 		master.Close()

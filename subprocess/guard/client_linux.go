@@ -201,6 +201,7 @@ type Request struct {
 	Stdio     [3]*os.File // stdin, stdout, stderr
 	Setsid    bool        // a session of its own instead of a process group
 	Setctty   bool        // with Setsid: stdin becomes its controlling terminal
+	Clone     uintptr     // namespaces to start in, as sandbox.SetNamespaces sets them
 }
 
 // Spawn has the guard start r and returns the leader, whose pid is the tree's group (or
@@ -217,7 +218,7 @@ func (c *Client) Spawn(ctx context.Context, r Request) (*Leader, error) {
 	c.pending[id] = ch
 	c.mu.Unlock()
 	m := &message{Op: opSpawn, ID: id, Path: r.Path, Args: r.Args, Dir: r.Dir, Env: r.Env,
-		Setsid: r.Setsid, Setctty: r.Setctty}
+		Setsid: r.Setsid, Setctty: r.Setctty, Clone: r.Clone}
 	if err := c.send(m, r.Stdio[:]); err != nil {
 		c.mu.Lock()
 		delete(c.pending, id)

@@ -36,6 +36,7 @@ type Request struct {
 	Stdio     [3]*os.File
 	Setsid    bool
 	Setctty   bool
+	Clone     uintptr
 }
 
 // Leader is a tree's leader as the guard holds it.

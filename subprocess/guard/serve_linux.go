@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/subkit/subkit/sandbox"
 	"net"
 	"os"
 	"os/exec"
@@ -194,6 +195,7 @@ func (s *server) spawn(m *message) {
 	} else {
 		cmd.SysProcAttr = posix.SysProcAttr()
 	}
+	sandbox.SetNamespaces(cmd.SysProcAttr, m.Clone)
 	pid := 0
 	err := cmd.Start()
 	if err == nil {

@@ -23,6 +23,7 @@ type message struct {
 	EnvKeep int      `json:"env_keep,omitempty"` // entries kept from the last spawn's environment
 	Setsid  bool     `json:"setsid,omitempty"`   // a session of its own (with Setctty: stdin is its terminal)
 	Setctty bool     `json:"setctty,omitempty"`  // else a process group of its own
+	Clone   uintptr  `json:"clone,omitempty"`    // namespaces to start in (sandbox.SetNamespaces)
 	Grace   int64    `json:"grace,omitempty"`    // hello: TERM-to-KILL grace in ns when the host is gone
 	Root    string   `json:"root,omitempty"`     // root: the host's runtime root, removed when the host is gone
 
