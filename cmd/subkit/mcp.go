@@ -185,8 +185,11 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		pipe := make(chan os.Signal, 1)
 		signal.Notify(pipe, syscall.SIGPIPE)
 		defer signal.Stop(pipe)
-		d := newStdioDrain(ctx, stdin, stdout)
-		serveErr = server.Run(ctx, &mcp.IOTransport{Reader: d, Writer: d})
+		conn := newStdioConn(stdin, stdout, s.leave)
+		serveErr = server.Run(ctx, conn)
+		if conn.clientLeft() {
+			serveErr = nil // the client went away: how a stdio server ends
+		}
 	}
 	shutErr := s.shutdown()
 	if shutErr != nil {
@@ -274,13 +277,19 @@ func withoutBashStartup(env []string) []string {
 	})
 }
 
-// shutdown cancels every call in progress, waits for them, then closes the adapters and last
-// the Service. Errors are joined.
-func (s *mcpServer) shutdown() error {
+// leave refuses new calls and cancels every call in progress: the client is gone, or the
+// server is shutting down.
+func (s *mcpServer) leave() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	s.stopLife()
+}
+
+// shutdown cancels every call in progress, waits for them, then closes the adapters and last
+// the Service. Errors are joined.
+func (s *mcpServer) shutdown() error {
+	s.leave()
 	s.inflight.Wait() // each call ends what it started once its context ends (bounded by the grace)
 	return s.close()
 }
@@ -392,7 +401,7 @@ func (s *mcpServer) enter(ctx context.Context) (context.Context, func(), error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, nil, errors.New("[tool failure: the server is shutting down; nothing ran]")
+		return nil, nil, errors.New("[request refused: the connection is ending (the client left, or the server is shutting down); nothing ran]")
 	}
 	s.inflight.Add(1)
 	ctx, cancel := context.WithCancel(ctx)

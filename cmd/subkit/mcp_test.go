@@ -769,17 +769,19 @@ func TestMcpHTTP(t *testing.T) {
 }
 
 // Requests piped in, stdin then closed: every one is answered before the server exits (a
-// half-close does not drop the answers in flight), the slow call's too.
+// half-close does not drop the answers in flight); a call still running when stdin ends is
+// cancelled, whatever its timeout, and its answer says so.
 func TestMcpPipedRequests(t *testing.T) {
 	mark := testutil.Mark()
 	testutil.NoLeaks(t, mark)
+	tag := strconv.Itoa(600000 + rand.IntN(300000))
 	cmd := exec.Command(os.Args[0], "mcp")
 	cmd.Env = append(os.Environ(), asCLIVar+"=1", testutil.MarkVar+"="+mark, "TMPDIR="+t.TempDir())
 	cmd.Stdin = strings.NewReader(strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 0.3; echo hi"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep ` + tag + `; echo hi","timeout_ms":600000}}}`,
 		`{"jsonrpc":"2.0","id":"four","method":"tools/call","params":{"name":"bash_read","arguments":{"id":"x","max_bytes":"many"}}}`,
 	}, "\n")) // the last line without its newline
 	var stderr bytes.Buffer
@@ -795,8 +797,18 @@ func TestMcpPipedRequests(t *testing.T) {
 	require.Len(t, answers, 4, "%s", out)
 	assert.Equal(t, "subkit", answers["1"]["result"].(map[string]any)["serverInfo"].(map[string]any)["name"])
 	assert.Len(t, answers["2"]["result"].(map[string]any)["tools"], len(mcpToolNames))
-	assert.Equal(t, "hi\n[exit code 0]\n", answers["3"]["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
+	// The bash call was cancelled while it ran, or refused before it started.
+	res := answers["3"]["result"].(map[string]any)
+	text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+	if res["isError"] == true {
+		assert.Contains(t, text, "nothing ran")
+	} else {
+		assert.Equal(t, true, res["structuredContent"].(map[string]any)["cancelled"], "%v", res)
+		assert.NotContains(t, text, "hi\n")
+	}
 	assert.Equal(t, true, answers["four"]["result"].(map[string]any)["isError"])
+	assert.Empty(t, testutil.Tagged(tag))
+	assert.Empty(t, stderr.String())
 }
 
 // An interrupt ends a stdio server too, while its client is still connected: status 130.
