@@ -125,7 +125,7 @@ func renderStatus(b *strings.Builder, r Result) {
 			code = 128 + n // the limits' signals, as a shell reports them
 		}
 		if line := sandbox.LikelyDenial(r.Stderr.Tail, code); line != "" {
-			fmt.Fprintf(b, "[%s; the command ran confined: %s]\n", line, r.Sandbox)
+			fmt.Fprintf(b, "[%s (%s backend)]\n", line, r.Sandbox.Backend)
 		}
 	}
 }

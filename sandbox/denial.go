@@ -24,15 +24,15 @@ func LikelyDenial(stderrTail []byte, exitCode int) string {
 		line  string
 	}{
 		{[]string{"subkit sandbox:"}, "sandbox: the sandbox helper failed before the program started (see its line on stderr)"},
-		{[]string{"file size limit exceeded"}, "sandbox: the program likely hit the file-size limit (SIGXFSZ)"},
-		{[]string{"cpu time limit exceeded"}, "sandbox: the program likely hit the CPU-time limit (SIGXCPU)"},
-		{[]string{"cannot fork", "fork: retry", "fork: resource temporarily unavailable", "can't fork"}, "sandbox: a fork was likely refused at the process limit"},
-		{[]string{"too many open files"}, "sandbox: the program likely hit the open-files limit"},
-		{[]string{"read-only file system"}, "sandbox: a write outside the writable roots was likely refused (read-only file system)"},
-		{[]string{"invalid cross-device link"}, "sandbox: a rename or link out of a writable root was likely refused"},
-		{[]string{"network is unreachable", "cannot assign requested address", "address family not supported", "temporary failure in name resolution", "could not resolve host"}, "sandbox: a network access was likely refused (the network is off)"},
-		{[]string{"operation not permitted"}, "sandbox: a call was likely refused by the sandbox (Operation not permitted: network sockets when the network is off, ptrace, mount, namespaces, keyrings, bpf)"},
-		{[]string{"permission denied"}, "sandbox: an access was likely refused by the sandbox (Permission denied: a write outside the writable roots, or a hidden path)"},
+		{[]string{"file size limit exceeded"}, "sandbox: the program likely hit the file-size limit (SIGXFSZ); raise Limits.FileSizeBytes"},
+		{[]string{"cpu time limit exceeded"}, "sandbox: the program likely hit the CPU-time limit (SIGXCPU); raise Limits.CPUSeconds"},
+		{[]string{"cannot fork", "fork: retry", "fork: resource temporarily unavailable", "can't fork"}, "sandbox: a fork was likely refused at the process limit; raise Limits.Processes"},
+		{[]string{"too many open files"}, "sandbox: the program likely hit the open-files limit; raise Limits.OpenFiles"},
+		{[]string{"read-only file system"}, "sandbox: a write outside the writable roots (or to a protected path) was likely refused (read-only file system); allow a directory with --writable DIR (Policy.Writable), or write under $TMPDIR"},
+		{[]string{"invalid cross-device link"}, "sandbox: a rename or link out of a writable root was likely refused; allow the other directory with --writable DIR (Policy.Writable)"},
+		{[]string{"network is unreachable", "cannot assign requested address", "address family not supported", "temporary failure in name resolution", "could not resolve host"}, "sandbox: a network access was likely refused (the network is off); allow it with --network on (Policy.Network)"},
+		{[]string{"operation not permitted"}, "sandbox: a call was likely refused by the sandbox (Operation not permitted: network sockets when the network is off, ptrace, mount, namespaces, keyrings, bpf); --network on allows sockets, the rest stays refused"},
+		{[]string{"permission denied"}, "sandbox: an access was likely refused by the sandbox (Permission denied: a write outside the writable roots, or a hidden path); --writable DIR allows writes there, and the Report lists the hidden paths"},
 	}
 	switch exitCode {
 	case exitSIGXFSZ:

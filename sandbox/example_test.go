@@ -15,8 +15,8 @@ func ExampleLikelyDenial() {
 	fmt.Println(sandbox.LikelyDenial(nil, 128+25)) // killed by SIGXFSZ
 	fmt.Printf("%q\n", sandbox.LikelyDenial([]byte("no such file\n"), 1))
 	// Output:
-	// sandbox: an access was likely refused by the sandbox (Permission denied: a write outside the writable roots, or a hidden path)
-	// sandbox: the program likely hit the file-size limit (SIGXFSZ)
+	// sandbox: an access was likely refused by the sandbox (Permission denied: a write outside the writable roots, or a hidden path); --writable DIR allows writes there, and the Report lists the hidden paths
+	// sandbox: the program likely hit the file-size limit (SIGXFSZ); raise Limits.FileSizeBytes
 	// ""
 }
 

@@ -78,7 +78,7 @@ func mountPlan(r *resolved, keep ...string) []mountOp {
 			binds = append(binds, mountOp{Kind: mountROBind, Src: p, Dst: p, Dir: fi.IsDir(), Opt: true})
 		}
 	}
-	for _, p := range append(keep, r.prog.Path) {
+	for _, p := range append(append(keep, r.prog.Path), r.prog.Readable...) {
 		if !slices.ContainsFunc(binds, func(op mountOp) bool { return op.Dst == p }) {
 			keepOne(p)
 		}

@@ -210,6 +210,11 @@ func checkProgram(prog Program, needTemp bool) error {
 			return invalid(op, name, "%q is not NAME=VALUE", e)
 		}
 	}
+	for i, p := range prog.Readable {
+		if err := checkAbs(fmt.Sprintf("Program.Readable[%d]", i), p); err != nil {
+			return err
+		}
+	}
 	if err := checkDir("Program.Dir", prog.Dir); err != nil {
 		return err
 	}

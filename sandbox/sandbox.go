@@ -41,6 +41,11 @@ type Program struct {
 	// session with no controlling terminal: it can neither take the caller's terminal's
 	// foreground nor read what the user types there.
 	Terminal bool
+	// Readable lists files and directories the program must read although a private file
+	// system of the backend covers their place (/tmp, /run): the caller's own files for it,
+	// such as a script it wrote. They are shown read-only at their paths; hidden paths stay
+	// hidden. Those that do not exist are skipped.
+	Readable []string
 }
 
 // Launch is what to start instead of the Program: after the helper's exec (and bwrap's, or

@@ -217,6 +217,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
 		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
 		Dir: c.Dir, Env: env, Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes, Grace: c.Grace,
+		Readable: []string{dir}, // the rc and command files, in the runtime root a sandbox makes private
 	})
 	if err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})

@@ -49,7 +49,7 @@ type confined struct {
 // confine turns the program a spawn would start into what starts it under pol (the Spec's, else
 // Config.Sandbox; none: the program as it is) and says how it is confined. terminal: the
 // program gets a pty as its controlling terminal.
-func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env []string, dir string, terminal bool) (confined, error) {
+func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env []string, dir string, terminal bool, readable []string) (confined, error) {
 	if pol == nil {
 		pol = s.sandboxPolicy
 	}
@@ -64,7 +64,7 @@ func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env
 	if err != nil {
 		return confined{}, &Error{Op: op, Name: path, Kind: ErrSystem, Err: fmt.Errorf("sandbox temp dir: %w", err)}
 	}
-	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env), Terminal: terminal})
+	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env), Terminal: terminal, Readable: readable})
 	if err != nil {
 		return confined{}, sandboxError(op, path, err)
 	}

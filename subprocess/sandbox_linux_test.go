@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +33,20 @@ func TestSandboxedSpawn(t *testing.T) {
 		assert.FileExists(t, filepath.Join(work, "ok"))
 		assert.NoFileExists(t, filepath.Join(outside, "no"), "guard %v: a write outside the writable roots", guard)
 
-		// The pid is the program's: the helper execs it in place.
+		// The pid is the program's where the helper execs it in place; else the program is in
+		// the tree the pid leads.
 		h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "sleep", Args: []string{"1000"}})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
-			p, err := procinspect.Lookup(context.Background(), h.Pid())
-			return err == nil && p.Comm == "sleep"
+			tab, err := procinspect.Snapshot(context.Background())
+			if err != nil {
+				return false
+			}
+			p, ok := tab.Get(h.Pid())
+			if res.Sandbox.SamePid || !ok {
+				return ok && p.Comm == "sleep"
+			}
+			return slices.ContainsFunc(tab.Descendants(p.Identity), func(d procinspect.Proc) bool { return d.Comm == "sleep" })
 		}, 10*time.Second, 5*time.Millisecond)
 		assert.Equal(t, []string{"sleep", "1000"}, h.Argv())
 		require.NoError(t, h.Terminate(ctxT(t, 10*time.Second)))

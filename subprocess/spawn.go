@@ -63,7 +63,7 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		pumpsDone: make(chan struct{}),
 	}
 	h.spill = s.spillPlace(spec.SpillDir)
-	c, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir, false)
+	c, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir, false, spec.Readable)
 	if err != nil {
 		return nil, err
 	}

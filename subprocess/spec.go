@@ -126,6 +126,11 @@ type Spec struct {
 	// Sandbox, when set, confines this tree (see Config.Sandbox, which it overrides); nil
 	// means Config.Sandbox, and with neither the tree runs unconfined.
 	Sandbox *sandbox.Policy
+	// Readable lists files and directories a confined program must read although the
+	// sandbox makes their place private (the Service's runtime root lies in /tmp): the
+	// caller's own files for it, such as a script or an rc file it wrote in RuntimeRoot. They
+	// are shown read-only at their paths. Ignored for a tree that runs unconfined.
+	Readable []string
 	// SpillDir, when set, is where this tree's spill files go instead of the Service's: in a
 	// private (0700) directory the Service makes in it the first time a stream needs one,
 	// shared by every Spec that names the same SpillDir. It must be an absolute path. An

@@ -36,6 +36,8 @@ type TerminalSpec struct {
 	// Sandbox confines the program as Spec.Sandbox does; nil means Config.Sandbox. The pty is
 	// opened by the Service before the program is confined, and stays usable inside.
 	Sandbox *sandbox.Policy
+	// Readable is Spec.Readable: files the confined program must read in a private place.
+	Readable []string
 }
 
 func (s *TerminalSpec) check() error {

@@ -70,7 +70,7 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 		return nil, fail(err)
 	}
 	argv := append([]string{spec.Path}, spec.Args...)
-	c, err := s.confine("spawn terminal", spec.Sandbox, path, argv, env, dir, true)
+	c, err := s.confine("spawn terminal", spec.Sandbox, path, argv, env, dir, true, spec.Readable)
 	if err != nil {
 		master.Close()
 		return nil, err
