@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -114,6 +113,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		config   = fs.String("config", "", "bash executor configuration file (JSON or YAML)")
 		progress = fs.Duration("progress", time.Second, "interval of progress notifications during a long call")
 		httpAddr = fs.String("http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+		tokFile  = fs.String("token-file", "", "with --http: the file holding the bearer token every request must carry (default: "+mcpTokenVar+", else a new token in a new file)")
 		lspArgs  stringList
 	)
 	fs.Var(&lspArgs, "lsp", "EXT=SERVER [ARGS]: the language server for files ending in EXT (repeatable)")
@@ -149,6 +149,8 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if err := checkLoopback(*httpAddr); err != nil {
 			return fail(exitUsage, err)
 		}
+	} else if *tokFile != "" {
+		return fail(exitUsage, errors.New("--token-file is for --http: over stdio the client that started the server is the only one"))
 	}
 	policy, err := sb.policy(fs)
 	if err != nil {
@@ -164,6 +166,21 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cfg.Sandbox = policy // the flags win over the file's sandbox block
 	}
 
+	var tok mcpToken
+	if *httpAddr != "" {
+		var usage bool
+		if tok, usage, err = loadMcpToken(*tokFile, os.Getenv(mcpTokenVar)); err != nil {
+			if usage {
+				return fail(exitUsage, err)
+			}
+			return fail(exitFailure, err)
+		}
+		if tok.generated != "" {
+			defer os.Remove(tok.generated)
+			fmt.Fprintf(stderr, "subkit mcp: the bearer token is in %s (new, mode 0600, removed at exit); "+
+				"clients send it as the header \"Authorization: Bearer TOKEN\"\n", tok.generated)
+		}
+	}
 	log := slog.New(quietHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	s, err := newMcpServer(cfg, opts, log)
 	if err != nil {
@@ -177,7 +194,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	server := s.newServer()
 	var serveErr error
 	if *httpAddr != "" {
-		serveErr = s.serveHTTP(ctx, server, *httpAddr, stderr)
+		serveErr = s.serveHTTP(ctx, server, *httpAddr, tok.value, stderr)
 	} else {
 		// A client gone while the server writes: the write fails with EPIPE and the server
 		// shuts down, instead of dying of SIGPIPE (a handled signal is not inherited by what
@@ -358,41 +375,6 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
-}
-
-// serveHTTP serves streamable HTTP on addr until ctx ends.
-func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr string, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Logger: s.log}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	fmt.Fprintf(stderr, "subkit mcp: serving MCP over streamable HTTP at http://%s/mcp\n", ln.Addr())
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-	}
-	for ss := range server.Sessions() { // long-lived event streams would hold Shutdown
-		if cerr := ss.Close(); cerr != nil {
-			s.log.Debug("close session", "err", cerr)
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := hs.Shutdown(sctx); serr != nil {
-		err = errors.Join(err, serr, hs.Close())
-	}
-	if err == nil || errors.Is(err, http.ErrServerClosed) {
-		if e := <-done; !errors.Is(e, http.ErrServerClosed) {
-			return e
-		}
-		return nil
-	}
-	return err
 }
 
 // enter admits a tool call unless the server is shutting down; the context it returns ends

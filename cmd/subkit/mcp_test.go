@@ -734,40 +734,6 @@ func TestMcpProcessTree(t *testing.T) {
 	assert.Contains(t, c.callErr(t, "process_tree", map[string]any{"pid": 999999999}), "no process")
 }
 
-// --http serves streamable HTTP on loopback; an interrupt ends it with status 130.
-func TestMcpHTTP(t *testing.T) {
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
-	var stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"mcp", "--http", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
-	}()
-	var url string
-	require.Eventually(t, func() bool {
-		_, rest, ok := strings.Cut(stderr.String(), "streamable HTTP at ")
-		url, _, _ = strings.Cut(rest, "\n")
-		return ok && strings.HasSuffix(rest, "\n")
-	}, 10*time.Second, 5*time.Millisecond, "stderr: %s", &stderr)
-	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test"}, nil)
-	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	require.NoError(t, err)
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}})
-	require.NoError(t, err)
-	assert.Equal(t, "hi\n[exit code 0]\n", mcpText(res))
-	require.NoError(t, sess.Close())
-	cancel()
-	assert.Equal(t, exitCancelled, <-done, "stderr: %s", &stderr)
-
-	code, _, errOut := cli(t, "", "mcp", "--http", "0.0.0.0:8080")
-	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, "only a loopback address")
-}
-
 // Requests piped in, stdin then closed: every one is answered before the server exits (a
 // half-close does not drop the answers in flight); a call still running when stdin ends is
 // cancelled, whatever its timeout, and its answer says so.
