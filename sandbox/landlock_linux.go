@@ -170,13 +170,21 @@ func ownTerminals() []string {
 	return out
 }
 
-// namespaceRules are the rules of the namespaces route, whose mounts already hide what is
-// hidden and make the rest read-only: read everywhere, write in the writable roots and the
-// private file systems, the minimal /dev usable. They hold the file system should a mount be
-// missing, and bring Landlock's scopes.
-func namespaceRules(cfg landlockHandled, writable, private []string) []landlockRule {
+// namespaceRules are the rules of the namespaced routes, whose mounts already hide what is
+// hidden and make the rest read-only: read everywhere but the hidden paths that did not exist
+// at the start (outside the writable roots: so that a credential store made while the program
+// runs stays out of its reach, and the directories holding them can still be listed), write in
+// the writable roots and the private file systems, the minimal /dev usable. They also hold
+// the file system should a mount be missing, and bring Landlock's scopes.
+func namespaceRules(cfg landlockHandled, writable, private, absent []string) []landlockRule {
 	w := &ruleWalk{handled: cfg.fs}
-	w.add(readDirRights, "/")
+	var holes []hole
+	for _, a := range absent {
+		if !slices.ContainsFunc(writable, func(root string) bool { return a == root || within(a, root) }) {
+			holes = append(holes, hole{path: a, kind: hiddenFile})
+		}
+	}
+	w.grant("/", readDirRights, readFileRights, holes)
 	w.add(unix.LANDLOCK_ACCESS_FS_READ_DIR|devRights, "/dev")
 	for _, root := range append(slices.Clone(writable), private...) {
 		w.add(cfg.fs, root)
@@ -255,7 +263,7 @@ func restrictLandlock(pl *plan) error {
 	}
 	rules := landlockRules(cfg, pl.Writable, pl.Hidden)
 	if len(pl.Mounts) > 0 {
-		rules = namespaceRules(cfg, pl.Writable, privateWritable(pl.Mounts))
+		rules = namespaceRules(cfg, pl.Writable, privateWritable(pl.Mounts), pl.Absent)
 	}
 	fd, err := newRuleset(cfg, rules)
 	if err != nil {

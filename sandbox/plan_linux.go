@@ -33,6 +33,7 @@ type plan struct {
 	ABI        int          `json:"abi,omitempty"` // the Landlock ABI the Report assumed: Main refuses a lower one
 	Writable   []string     `json:"writable,omitempty"`
 	Hidden     []hiddenPath `json:"hidden,omitempty"`
+	Absent     []string     `json:"absent,omitempty"` // hidden paths missing at the start: Landlock keeps them out should they appear
 	NetworkOff bool         `json:"network_off,omitempty"`
 	Seccomp    bool         `json:"seccomp,omitempty"`
 	Limits     Limits       `json:"limits"`

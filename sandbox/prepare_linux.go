@@ -62,7 +62,7 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	var cloneflags uintptr
 	switch info.backend {
 	case Namespaces:
-		pl.Route, pl.ABI, pl.Writable, pl.Mounts = routeNSInit, info.abi, r.writable, mountPlan(r)
+		pl.Route, pl.ABI, pl.Writable, pl.Mounts, pl.Absent = routeNSInit, info.abi, r.writable, mountPlan(r), r.absent
 		if r.limits.Processes != 0 && info.pidMax {
 			// Processes and threads of the namespace, the init included: pids 1 to PidMax-1.
 			pl.PidMax = int(max(r.limits.Processes+2, minPidMax))
@@ -97,7 +97,7 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 			}
 		}
 	case Bubblewrap:
-		pl.Route, pl.ABI, pl.Writable, pl.Mounts = routeBwrap, info.abi, r.writable, mountPlan(r, s.helper)
+		pl.Route, pl.ABI, pl.Writable, pl.Mounts, pl.Absent = routeBwrap, info.abi, r.writable, mountPlan(r, s.helper), r.absent
 		argv = append(bwrapArgs(info.bwrap, r, pl.Mounts), "--", s.helper)
 		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
 		if r.networkOff {

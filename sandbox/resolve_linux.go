@@ -22,6 +22,7 @@ type resolved struct {
 	prog       Program
 	writable   []string     // resolved writable roots, TempDir included
 	hidden     []hiddenPath // resolved hidden paths that exist
+	absent     []string     // hidden paths that do not exist (yet), as expanded
 	protected  []hiddenPath // resolved protected paths that exist within a writable root
 	sockets    []string     // resolved Unix sockets the program may connect to
 	networkOff bool
@@ -90,7 +91,10 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		}
 		real, err := filepath.EvalSymlinks(abs)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			continue // nothing to hide
+			if !slices.Contains(r.absent, abs) {
+				r.absent = append(r.absent, abs) // nothing to hide yet: kept out should it appear
+			}
+			continue
 		}
 		if err != nil {
 			return nil, pathError(name, abs, err)
