@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 func testMode(mode string, args []string) int {
 	err := func() error {
 		switch mode {
+		case "caller":
+			return callerMode()
+		case "connect":
+			return connectMode(args)
 		case "dial":
 			c, err := net.Dial("tcp", args[0])
 			if err != nil {

@@ -143,13 +143,13 @@ func envValue(env []string, name string) string {
 
 // bwrapMountArgs renders ops as bwrap's arguments, after its read-only bind of /.
 func bwrapMountArgs(ops []mountOp) []string {
-	var args []string
+	var args, late []string // late: made read-only once what lies beneath is in place
 	for _, op := range ops {
 		switch op.Kind {
 		case mountTmpfs:
 			args = append(args, "--size", strconv.FormatInt(op.Size, 10), "--perms", fmt.Sprintf("%04o", op.Mode), "--tmpfs", op.Dst)
 			if op.Mode&0o1777 != 0o1777 {
-				args = append(args, "--remount-ro", op.Dst)
+				late = append(late, "--remount-ro", op.Dst)
 			}
 		case mountDev:
 			args = append(args, "--dev", op.Dst, "--size", strconv.Itoa(privateShmSize), "--perms", "1777", "--tmpfs", filepath.Join(op.Dst, "shm"))
@@ -160,12 +160,13 @@ func bwrapMountArgs(ops []mountOp) []string {
 		case mountROBind:
 			args = append(args, "--ro-bind", op.Src, op.Dst)
 		case mountHideDir:
-			args = append(args, "--perms", "0000", "--tmpfs", op.Dst, "--remount-ro", op.Dst)
+			args = append(args, "--perms", "0000", "--tmpfs", op.Dst)
+			late = append(late, "--remount-ro", op.Dst)
 		case mountHideFile:
 			args = append(args, "--ro-bind", "/dev/null", op.Dst)
 		}
 	}
-	return args
+	return append(args, late...)
 }
 
 // devices are the device nodes of the minimal /dev, bound from the host's.
