@@ -19,6 +19,17 @@
 //
 // The backends, in the order tried:
 //
+//   - Namespaces: the helper starts in new user (this uid and gid mapped to themselves),
+//     mount, pid and IPC namespaces (and network, with the network off; Launch.SysProcAttr
+//     says so) and, as the namespace's init, builds the program's view: / read-only
+//     recursively (so chmod, utimes and sysctl writes fail with EROFS, root included), its own
+//     read-only /proc, a minimal /dev with a devpts instance of its own and a private shm,
+//     private /tmp, /var/tmp, /run and $XDG_RUNTIME_DIR (no host socket there, no other
+//     program's files), the writable roots bound, hidden paths mounted over, protected paths
+//     bound read-only. It then starts itself again, in a new session, to confine itself as the
+//     Landlock backend does (Landlock keeping out hidden paths that appear later) and exec the
+//     program; it passes the kit's signals on to every process of the namespace and exits
+//     with the program's status, which ends whatever the program left inside.
 //   - Landlock: Landlock (the filesystem rules below; with the network off, TCP bind and
 //     connect too, from ABI 4; signals to and abstract Unix sockets of processes outside, from
 //     ABI 6), then the limits, then every capability dropped (the bounding set too, so a root
