@@ -456,6 +456,7 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 	spec := subprocess.Spec{
 		Path: path, Args: lang.args(preludePath, codePath),
 		Dir:        cmp.Or(req.Dir, work),
+		Readable:   []string{dir}, // the run directory, in the runtime root a sandbox makes private
 		Env:        append(slices.Clip(lang.env), req.Env...),
 		Timeout:    cmp.Or(req.Timeout, r.timeout),
 		Grace:      cmp.Or(req.Grace, r.grace),
