@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -21,9 +22,7 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/coderuntime"
-	"github.com/subkit/subkit/lsp"
 	"github.com/subkit/subkit/sandbox"
-	"github.com/subkit/subkit/shell"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -70,8 +69,8 @@ flags:
 // Bounds of the MCP tools' inputs.
 const (
 	mcpMaxReadBytes   = 1 << 20          // bash_read max_bytes
-	mcpMaxBackground  = 256              // background entries kept, running or ended
-	mcpMaxCodeSession = 16               // code sessions open at once
+	mcpMaxBackground  = 256              // a client's background entries kept, running or ended
+	mcpMaxCodeSession = 16               // a client's code sessions open at once
 	mcpMaxTreeProcs   = 2000             // process_tree entries
 	mcpMaxWait        = 10 * time.Minute // the longest wait_ms and settle_ms
 	mcpDefaultLspWait = 60 * time.Second
@@ -84,26 +83,22 @@ type mcpOptions struct {
 	lsp      map[string][]string // extension (".go") -> server argv
 }
 
-// mcpServer holds the adapters every tool runs on: one Service, shared by all of them and
-// closed once, after them.
+// mcpServer holds what every client shares (one Service, the code runtime, the settings) and
+// the clients' worlds. The Service is closed once, after every world has ended.
 type mcpServer struct {
-	opts   mcpOptions
-	log    *slog.Logger
-	svc    *subprocess.Service
-	exec   *bash.Executor
-	shells *shell.Manager
-	code   *coderuntime.SubprocessRuntime
-	pool   *lsp.Pool
-	cwd    string // the bash executor's: commands, shells and lsp roots start here
+	opts    mcpOptions
+	log     *slog.Logger
+	svc     *subprocess.Service
+	execCfg bash.Config // each world's executor's, resolved
+	code    *coderuntime.SubprocessRuntime
+	cwd     string // the bash executor's: commands, shells and lsp roots start here
 
-	bg    bgTable
-	cells codeSessions
-
-	life     context.Context // ends when shutdown begins: every call in progress is cancelled
-	stopLife context.CancelFunc
 	mu       sync.Mutex
 	closing  bool
-	inflight sync.WaitGroup // tool calls in progress
+	worlds   map[*mcp.ServerSession]*mcpWorld
+	reserved map[string]int // places admit reserved under a ceiling, by what
+	failed   []error        // worlds ended before shutdown that could not end everything
+	tasks    sync.WaitGroup // watchers of sessions, worlds ending
 }
 
 // cmdMcp is `subkit mcp`.
@@ -190,7 +185,8 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return fail(code, err)
 	}
-	defer hurried(ctx, s.svc.Hurry)() // a second Ctrl-C: what shutdown ends, it kills at once
+	defer hurried(ctx, s.svc.Hurry)()       // a second Ctrl-C: what shutdown ends, it kills at once
+	defer context.AfterFunc(ctx, s.leave)() // an interrupt cancels the calls in flight at once
 	server := s.newServer()
 	var serveErr error
 	if *httpAddr != "" {
@@ -249,7 +245,7 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-// newMcpServer makes the Service and the adapters on it.
+// newMcpServer makes the Service and what every client shares on it.
 func newMcpServer(cfg bash.Config, opts mcpOptions, log *slog.Logger) (*mcpServer, error) {
 	prefix := cfg.ManagedPrefix
 	if prefix == "" {
@@ -262,25 +258,21 @@ func newMcpServer(cfg bash.Config, opts mcpOptions, log *slog.Logger) (*mcpServe
 	if err != nil {
 		return nil, err
 	}
-	s := &mcpServer{opts: opts, log: log, svc: svc}
-	s.life, s.stopLife = context.WithCancel(context.Background())
-	fail := func(err error) (*mcpServer, error) {
-		return nil, errors.Join(err, s.close())
-	}
-	// The Service carries the environment rules and the sandbox; the executor spawns on it.
+	s := &mcpServer{opts: opts, log: log, svc: svc, worlds: map[*mcp.ServerSession]*mcpWorld{}, reserved: map[string]int{}}
+	// The Service carries the environment rules and the sandbox; each world's executor spawns
+	// on it. One is made here to check the configuration and resolve its defaults.
 	cfg.Service, cfg.AllowEnv, cfg.Sandbox, cfg.Logger = svc, nil, nil, log
-	if s.exec, err = bash.New(cfg); err != nil {
-		return fail(err)
+	probe, err := bash.New(cfg)
+	if err != nil {
+		return nil, errors.Join(err, svc.Close())
 	}
-	s.cwd = s.exec.Config().Cwd
-	if s.shells, err = shell.NewManager(shell.ManagerConfig{Session: shell.Config{Service: svc, Dir: s.cwd, Logger: log}}); err != nil {
-		return fail(err)
+	s.execCfg = probe.Config()
+	s.cwd = s.execCfg.Cwd
+	if err := probe.Close(); err != nil {
+		return nil, errors.Join(err, svc.Close())
 	}
 	if s.code, err = coderuntime.New(coderuntime.Config{Service: svc, Logger: log}); err != nil {
-		return fail(err)
-	}
-	if s.pool, err = lsp.NewPool(svc, lsp.PoolConfig{Logger: log}); err != nil {
-		return fail(err)
+		return nil, errors.Join(err, svc.Close())
 	}
 	return s, nil
 }
@@ -294,44 +286,33 @@ func withoutBashStartup(env []string) []string {
 	})
 }
 
-// leave refuses new calls and cancels every call in progress: the client is gone, or the
-// server is shutting down.
+// leave refuses new calls and starts ending every world: the clients are gone, or the server
+// is shutting down.
 func (s *mcpServer) leave() {
 	s.mu.Lock()
 	s.closing = true
+	worlds := slices.Collect(maps.Values(s.worlds))
 	s.mu.Unlock()
-	s.stopLife()
+	for _, w := range worlds {
+		w.leave()
+	}
 }
 
-// shutdown cancels every call in progress, waits for them, then closes the adapters and last
-// the Service. Errors are joined.
+// shutdown ends every world and waits for them, then closes the code runtime and last the
+// Service. Errors are joined, those of worlds ended before included.
 func (s *mcpServer) shutdown() error {
 	s.leave()
-	s.inflight.Wait() // each call ends what it started once its context ends (bounded by the grace)
-	return s.close()
-}
-
-// close closes what newMcpServer made, the Service last.
-func (s *mcpServer) close() error {
+	s.mu.Lock()
+	worlds := slices.Collect(maps.Values(s.worlds))
+	clear(s.worlds)
+	s.mu.Unlock()
 	var errs []error
-	if s.life != nil {
-		s.stopLife()
+	for _, w := range worlds {
+		errs = append(errs, w.end())
 	}
-	errs = append(errs, s.bg.closeAll(), s.cells.closeAll())
-	if s.shells != nil {
-		errs = append(errs, s.shells.Close())
-	}
-	if s.code != nil {
-		errs = append(errs, s.code.Close())
-	}
-	if s.pool != nil {
-		errs = append(errs, s.pool.Close())
-	}
-	if s.exec != nil {
-		errs = append(errs, s.exec.Close())
-	}
-	errs = append(errs, s.svc.Close())
-	return errors.Join(errs...)
+	s.tasks.Wait() // the sessions have ended: their watchers return
+	errs = append(errs, s.failed...)
+	return errors.Join(append(errs, s.code.Close(), s.svc.Close())...)
 }
 
 // newServer makes the MCP server with every tool.
@@ -377,26 +358,15 @@ func moduleVersion() string {
 	return "(devel)"
 }
 
-// enter admits a tool call unless the server is shutting down; the context it returns ends
-// with the call's or at shutdown.
-func (s *mcpServer) enter(ctx context.Context) (context.Context, func(), error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil, nil, errors.New("[request refused: the connection is ending (the client left, or the server is shutting down); nothing ran]")
-	}
-	s.inflight.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.life, cancel)
-	return ctx, func() { stop(); cancel(); s.inflight.Done() }, nil
-}
+// mcpHandler is a tool's handler: it runs in the world of the client that called.
+type mcpHandler[In, Out any] func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in In) (string, Out, error)
 
 // addTool registers a typed tool whose schemas come from In and Out (unless t gives them). The
 // handler returns the text a model reads and the structured output; an error becomes a tool
 // error whose text is the error's message.
-func addTool[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (string, Out, error)) {
-	addToolResult(s, server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		text, out, err := h(ctx, req, in)
+func addTool[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h mcpHandler[In, Out]) {
+	addToolResult(s, server, t, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		text, out, err := h(w, ctx, req, in)
 		if err != nil {
 			return nil, out, err
 		}
@@ -405,10 +375,16 @@ func addTool[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h func(
 }
 
 // addToolResult is addTool for a handler that makes the content itself. Every call is
-// admitted by enter, and a panic is a tool error (and logged), never a dropped connection.
-func addToolResult[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error)) {
+// admitted into its client's world, and a panic is a tool error (and logged), never a
+// dropped connection.
+func addToolResult[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool,
+	h func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error)) {
 	mcp.AddTool(server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
-		ctx, done, err := s.enter(ctx)
+		w, err := s.world(req.Session)
+		if err != nil {
+			return nil, out, err
+		}
+		ctx, done, err := w.enter(ctx)
 		if err != nil {
 			return nil, out, err
 		}
@@ -420,7 +396,7 @@ func addToolResult[In, Out any](s *mcpServer, server *mcp.Server, t *mcp.Tool, h
 				res, out, err = nil, zero, fmt.Errorf("[tool failure: %s failed inside subkit (%v); this is a bug in subkit, not in the call]", t.Name, r)
 			}
 		}()
-		return h(ctx, req, in)
+		return h(w, ctx, req, in)
 	})
 }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -141,42 +141,38 @@ type bashStopOut struct {
 	bashOut
 }
 
-// bgTable keeps the background processes by id, ended or not: an ended one is still read by
-// offset until the table drops it (the oldest ended ones, past mcpMaxBackground entries).
+// bgTable keeps a client's background processes by id, ended or not: an ended one is still
+// read by offset until the table drops it (the oldest ended ones, past mcpMaxBackground
+// entries).
 type bgTable struct {
 	mu     sync.Mutex
-	next   int
+	seq    int
 	procs  map[string]*bgEntry
 	closed bool
 }
 
 type bgEntry struct {
-	id string
-	p  *bash.Process
+	id  string
+	seq int // order of start
+	p   *bash.Process
 }
 
 func (t *bgTable) add(p *bash.Process) (string, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return "", errors.New("the server is shutting down")
+		return "", errLeaving
 	}
 	if t.procs == nil {
 		t.procs = map[string]*bgEntry{}
 	}
-	t.next++
-	id := strconv.Itoa(t.next)
-	t.procs[id] = &bgEntry{id: id, p: p}
+	t.seq++
+	id := mcpNewID("bg-")
+	t.procs[id] = &bgEntry{id: id, seq: t.seq, p: p}
 	var drop []*bgEntry
 	if len(t.procs) > mcpMaxBackground {
-		ids := make([]int, 0, len(t.procs))
-		for k := range t.procs {
-			n, _ := strconv.Atoi(k)
-			ids = append(ids, n)
-		}
-		slices.Sort(ids)
-		for _, n := range ids {
-			e := t.procs[strconv.Itoa(n)]
+		all := slices.SortedFunc(maps.Values(t.procs), func(a, b *bgEntry) int { return a.seq - b.seq })
+		for _, e := range all {
 			if len(t.procs) <= mcpMaxBackground {
 				break
 			}
@@ -241,31 +237,41 @@ func mcpEnded(ch <-chan struct{}) bool {
 }
 
 func (s *mcpServer) addBashTools(server *mcp.Server) {
+	ceiling := mcpShare * s.execCfg.MaxBackground
 	addTool(s, server, &mcp.Tool{Name: "bash", Title: "Run a bash command",
 		Description: "Runs one bash command in the foreground and returns its output and exit status: a fresh non-login bash -c " +
 			"per call (no state survives but the file system), stdin from the null device, no pager, editor or password prompt " +
 			"(NO_COLOR=1 TERM=dumb PAGER=cat GIT_TERMINAL_PROMPT=0). Each stream keeps its last 64000 bytes; a longer stream is " +
 			"kept whole in a file the result names. On timeout or cancellation the whole process tree is terminated. " +
 			"For stateful work (cd, exports, a REPL) use shell_open; for long-running servers use bash_start.",
-	}, s.bashTool)
+	}, (*mcpWorld).bashTool)
 	addTool(s, server, &mcp.Tool{Name: "bash_start", Title: "Start a background command",
 		Description: "Starts a bash command in the background and returns its id at once. It runs without a timeout until it exits " +
-			"or bash_stop ends it (with everything it started). Read its output with bash_read.",
-	}, s.bashStartTool)
+			"or bash_stop ends it (with everything it started), or the client leaves. Read its output with bash_read.",
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in bashStartIn) (string, bashStartOut, error) {
+		if w.exec.Stats().Running < s.execCfg.MaxBackground { // at its own limit, the executor refuses
+			release, err := s.admit("background processes running", ceiling, func(x *mcpWorld) int { return x.exec.Stats().Running })
+			if err != nil {
+				return "", bashStartOut{}, err
+			}
+			defer release()
+		}
+		return w.bashStartTool(ctx, req, in)
+	})
 	addTool(s, server, &mcp.Tool{Name: "bash_read", Title: "Read a background command's output",
 		Description: "Reads a background command's stdout and stderr from whole-stream byte offsets (the previous read's next " +
 			"offsets read on; 0 reads from the start again), optionally waiting for it to end first, and says whether it still " +
 			"runs and, once ended, how.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.bashReadTool)
+	}, (*mcpWorld).bashReadTool)
 	addTool(s, server, &mcp.Tool{Name: "bash_stop", Title: "Stop a background command",
 		Description: "Ends a background command and everything it started (SIGTERM, then SIGKILL after the grace) and returns " +
 			"how it ended. Its output stays readable with bash_read.",
-	}, s.bashStopTool)
+	}, (*mcpWorld).bashStopTool)
 }
 
-func (s *mcpServer) bashTool(ctx context.Context, req *mcp.CallToolRequest, in bashIn) (string, bashOut, error) {
-	max := s.exec.Config().MaxTimeout
+func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in bashIn) (string, bashOut, error) {
+	max := w.exec.Config().MaxTimeout
 	note := ""
 	if in.TimeoutMs > max.Milliseconds() {
 		note = fmt.Sprintf("[timeout_ms %d is above the limit maxTimeoutMs %d: %d applied]\n", in.TimeoutMs, max.Milliseconds(), max.Milliseconds())
@@ -278,8 +284,8 @@ func (s *mcpServer) bashTool(ctx context.Context, req *mcp.CallToolRequest, in b
 	if in.Stdin != "" {
 		r.Stdin = []byte(in.Stdin)
 	}
-	stop := s.progress(ctx, req, "bash")
-	res, err := s.exec.Exec(ctx, r)
+	stop := w.s.progress(ctx, req, "bash")
+	res, err := w.exec.Exec(ctx, r)
 	stop()
 	if err != nil {
 		return "", bashOut{}, bashCallError(err)
@@ -287,38 +293,38 @@ func (s *mcpServer) bashTool(ctx context.Context, req *mcp.CallToolRequest, in b
 	return note + bash.Render(res, nil), bashOutOf(res), nil
 }
 
-func (s *mcpServer) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in bashStartIn) (string, bashStartOut, error) {
+func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in bashStartIn) (string, bashStartOut, error) {
 	r := bash.Request{Command: in.Command}
 	if in.Stdin != "" {
 		r.Stdin = []byte(in.Stdin)
 	}
-	p, err := s.exec.Start(ctx, r)
+	p, err := w.exec.Start(ctx, r)
 	if err != nil {
 		return "", bashStartOut{}, bashCallError(err)
 	}
-	id, err := s.bg.add(p)
+	id, err := w.bg.add(p)
 	if id == "" {
-		return "", bashStartOut{}, errors.Join(errors.New("[tool failure: the server is shutting down]"), err, p.Close())
+		return "", bashStartOut{}, errors.Join(err, p.Close())
 	}
 	if err != nil {
-		s.log.Warn("release ended background processes", "err", err)
+		w.s.log.Warn("release ended background processes", "err", err)
 	}
 	text := fmt.Sprintf("[started background process %s (pid %d); read its output with bash_read {\"id\":%q}, end it with bash_stop {\"id\":%q}]\n",
 		id, p.Pid(), id, id)
 	return text, bashStartOut{ID: id, Pid: p.Pid(), Command: p.Command()}, nil
 }
 
-func (s *mcpServer) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, in bashReadIn) (string, bashReadOut, error) {
-	e, err := s.bg.get(in.ID)
+func (w *mcpWorld) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, in bashReadIn) (string, bashReadOut, error) {
+	e, err := w.bg.get(in.ID)
 	if err != nil {
 		return "", bashReadOut{}, err
 	}
 	max := in.MaxBytes
 	switch {
 	case max < 0:
-		return "", bashReadOut{}, fmt.Errorf("max_bytes %d is negative; omit it for the default %d", max, s.exec.Config().MaxOutputBytes)
+		return "", bashReadOut{}, fmt.Errorf("max_bytes %d is negative; omit it for the default %d", max, w.exec.Config().MaxOutputBytes)
 	case max == 0:
-		max = s.exec.Config().MaxOutputBytes
+		max = w.exec.Config().MaxOutputBytes
 	case max > mcpMaxReadBytes:
 		return "", bashReadOut{}, fmt.Errorf("max_bytes %d is above the limit %d; read in steps with the offsets", max, mcpMaxReadBytes)
 	}
@@ -330,7 +336,7 @@ func (s *mcpServer) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, 
 		return "", bashReadOut{}, err
 	}
 	if wait > 0 { // until there is new output or the end, within wait; then read as usual
-		stop := s.progress(ctx, req, "bash_read")
+		stop := w.s.progress(ctx, req, "bash_read")
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		e.p.WaitOutput(wctx, bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, 1) // its error is the read's below, or the wait's end
 		cancel()
@@ -349,8 +355,8 @@ func (s *mcpServer) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, 
 	return bash.RenderDelta(d), out, nil
 }
 
-func (s *mcpServer) bashStopTool(ctx context.Context, _ *mcp.CallToolRequest, in bashIDIn) (string, bashStopOut, error) {
-	e, err := s.bg.get(in.ID)
+func (w *mcpWorld) bashStopTool(ctx context.Context, _ *mcp.CallToolRequest, in bashIDIn) (string, bashStopOut, error) {
+	e, err := w.bg.get(in.ID)
 	if err != nil {
 		return "", bashStopOut{}, err
 	}

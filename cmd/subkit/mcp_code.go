@@ -8,7 +8,6 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,8 +124,8 @@ func codeCallError(err error) error {
 
 // codeTimeout turns timeout_ms into a timeout: 0 is the runtime's default; above the bash
 // executor's maxTimeoutMs it is lowered, and the note says so.
-func (s *mcpServer) codeTimeout(ms int64) (time.Duration, string, error) {
-	max := s.exec.Config().MaxTimeout
+func (w *mcpWorld) codeTimeout(ms int64) (time.Duration, string, error) {
+	max := w.exec.Config().MaxTimeout
 	switch {
 	case ms < 0:
 		return 0, "", fmt.Errorf("[request refused, the code did not run: timeout_ms %d is negative; omit it for the default]", ms)
@@ -189,34 +188,38 @@ type codeListOut struct {
 	Sessions []codeSessionOut `json:"sessions"`
 }
 
-// codeSessions keeps the code sessions by id.
+// codeSessions keeps a client's code sessions by id.
 type codeSessions struct {
 	mu     sync.Mutex
-	next   int
-	all    map[string]coderuntime.Session
+	seq    int
+	all    map[string]codeSession
 	closed bool
+}
+
+type codeSession struct {
+	coderuntime.Session
+	seq int // order of opening
 }
 
 func (t *codeSessions) add(sess coderuntime.Session) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return "", errors.New("[tool failure: the server is shutting down]")
+		return "", errLeaving
 	}
 	if t.all == nil {
-		t.all = map[string]coderuntime.Session{}
+		t.all = map[string]codeSession{}
 	}
-	t.next++
-	id := strconv.Itoa(t.next)
-	t.all[id] = sess
+	t.seq++
+	id := mcpNewID("cs-")
+	t.all[id] = codeSession{sess, t.seq}
 	return id, nil
 }
 
-// reserve says whether one more session may open.
-func (t *codeSessions) full() bool {
+func (t *codeSessions) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.all) >= mcpMaxCodeSession
+	return len(t.all)
 }
 
 func (t *codeSessions) get(id string) (coderuntime.Session, error) {
@@ -226,7 +229,7 @@ func (t *codeSessions) get(id string) (coderuntime.Session, error) {
 	if !ok {
 		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open (code_session_list lists them)]", id)
 	}
-	return sess, nil
+	return sess.Session, nil
 }
 
 func (t *codeSessions) remove(id string) (coderuntime.Session, error) {
@@ -237,14 +240,13 @@ func (t *codeSessions) remove(id string) (coderuntime.Session, error) {
 		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open]", id)
 	}
 	delete(t.all, id)
-	return sess, nil
+	return sess.Session, nil
 }
 
 func (t *codeSessions) list() []codeSessionOut {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ids := slices.Collect(maps.Keys(t.all))
-	slices.SortFunc(ids, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	ids := slices.SortedFunc(maps.Keys(t.all), func(a, b string) int { return t.all[a].seq - t.all[b].seq })
 	out := []codeSessionOut{}
 	for _, id := range ids {
 		out = append(out, codeSessionOut{ID: id, Language: string(t.all[id].Language())})
@@ -285,21 +287,30 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 			"status and (python3, node) the uncaught exception as name, value and traceback. On timeout or cancellation the " +
 			"whole process tree is terminated; whatever the code left running is ended too.",
 		InputSchema: languageSchema[codeRunIn]("python3", "node", "bash"),
-	}, s.codeRunTool)
+	}, (*mcpWorld).codeRunTool)
 	addTool(s, server, &mcp.Tool{Name: "code_session_open", Title: "Open a code session",
 		Description: "Starts a python3 or node interpreter whose state (variables, imports, functions, cwd) lasts from one " +
 			"code_session_run cell to the next, as in a notebook. Returns its id. At most 16 are open.",
 		InputSchema: languageSchema[codeSessionOpenIn]("python3", "node"),
-	}, s.codeSessionOpenTool)
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
+		if w.cells.len() < mcpMaxCodeSession { // at its own limit, the client is refused below
+			release, err := s.admit("code sessions open", mcpShare*mcpMaxCodeSession, func(x *mcpWorld) int { return x.cells.len() })
+			if err != nil {
+				return "", codeSessionOut{}, err
+			}
+			defer release()
+		}
+		return w.codeSessionOpenTool(ctx, req, in)
+	})
 	addToolResult(s, server, &mcp.Tool{Name: "code_session_run", Title: "Run a cell in a code session",
 		Description: "Runs one cell of code in a code session and returns its output, its results (the value of a trailing " +
 			"expression, display() calls; images as image content) and its error. A cell past its timeout, or cancelled, is " +
 			"interrupted; an interpreter that does not answer then is restarted (the state is lost, and the result says so).",
-	}, s.codeCellTool)
+	}, (*mcpWorld).codeCellTool)
 	addTool(s, server, &mcp.Tool{Name: "code_session_restart", Title: "Restart a code session",
 		Description: "Replaces a code session's interpreter with a fresh one: its state is gone, and every process its cells started is ended.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
-		sess, err := s.cells.get(in.ID)
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
+		sess, err := w.cells.get(in.ID)
 		if err != nil {
 			return "", codeSessionOut{}, err
 		}
@@ -311,8 +322,8 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	})
 	addTool(s, server, &mcp.Tool{Name: "code_session_close", Title: "Close a code session",
 		Description: "Closes a code session: its interpreter and everything its cells started are ended.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
-		sess, err := s.cells.remove(in.ID)
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
+		sess, err := w.cells.remove(in.ID)
 		if err != nil {
 			return "", codeSessionOut{}, err
 		}
@@ -324,8 +335,8 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "code_session_list", Title: "List code sessions",
 		Description: "Lists the open code sessions.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, codeListOut, error) {
-		out := codeListOut{Sessions: s.cells.list()}
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, codeListOut, error) {
+		out := codeListOut{Sessions: w.cells.list()}
 		var b strings.Builder
 		for _, c := range out.Sessions {
 			fmt.Fprintf(&b, "code session %s: %s\n", c.ID, c.Language)
@@ -337,8 +348,8 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	})
 }
 
-func (s *mcpServer) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in codeRunIn) (string, codeRunOut, error) {
-	timeout, note, err := s.codeTimeout(in.TimeoutMs)
+func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in codeRunIn) (string, codeRunOut, error) {
+	timeout, note, err := w.codeTimeout(in.TimeoutMs)
 	if err != nil {
 		return "", codeRunOut{}, err
 	}
@@ -346,8 +357,8 @@ func (s *mcpServer) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, i
 	if in.Stdin != "" {
 		r.Stdin = []byte(in.Stdin)
 	}
-	stop := s.progress(ctx, req, "code_run "+in.Language)
-	res, err := s.code.Run(ctx, r)
+	stop := w.s.progress(ctx, req, "code_run "+in.Language)
+	res, err := w.s.code.Run(ctx, r)
 	stop()
 	if err != nil {
 		return "", codeRunOut{}, codeCallError(err)
@@ -363,19 +374,19 @@ func (s *mcpServer) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, i
 	return text, out, nil
 }
 
-func (s *mcpServer) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
-	if s.cells.full() {
+func (w *mcpWorld) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
+	if w.cells.len() >= mcpMaxCodeSession {
 		return "", codeSessionOut{}, fmt.Errorf("[request refused: %d code sessions are open, the limit; close one with code_session_close]", mcpMaxCodeSession)
 	}
 	dir := in.Dir
 	if dir != "" && !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.cwd, dir)
+		dir = filepath.Join(w.s.cwd, dir)
 	}
-	sess, err := s.code.NewSession(ctx, coderuntime.SessionConfig{Language: coderuntime.Language(in.Language), Dir: dir})
+	sess, err := w.s.code.NewSession(ctx, coderuntime.SessionConfig{Language: coderuntime.Language(in.Language), Dir: dir})
 	if err != nil {
 		return "", codeSessionOut{}, codeCallError(err)
 	}
-	id, err := s.cells.add(sess)
+	id, err := w.cells.add(sess)
 	if err != nil {
 		return "", codeSessionOut{}, errors.Join(err, sess.Close())
 	}
@@ -401,16 +412,16 @@ func capText(s string, max int) string {
 	return s[:cut] + fmt.Sprintf("... [%d more bytes left out]", len(s)-cut)
 }
 
-func (s *mcpServer) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellOut, error) {
-	sess, err := s.cells.get(in.ID)
+func (w *mcpWorld) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellOut, error) {
+	sess, err := w.cells.get(in.ID)
 	if err != nil {
 		return nil, cellOut{}, err
 	}
-	timeout, note, err := s.codeTimeout(in.TimeoutMs)
+	timeout, note, err := w.codeTimeout(in.TimeoutMs)
 	if err != nil {
 		return nil, cellOut{}, err
 	}
-	stop := s.progress(ctx, req, "code_session_run")
+	stop := w.s.progress(ctx, req, "code_session_run")
 	ex, err := sess.Run(ctx, coderuntime.Cell{Code: in.Code, Timeout: timeout}, coderuntime.Callbacks{})
 	stop()
 	if err != nil && !errors.Is(err, coderuntime.ErrClosed) {
@@ -433,7 +444,7 @@ func (s *mcpServer) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, 
 				if raw, err := base64.StdEncoding.DecodeString(data); err == nil {
 					images = append(images, &mcp.ImageContent{Data: raw, MIMEType: mt})
 				} else {
-					s.log.Debug("undecodable image result", "err", err)
+					w.s.log.Debug("undecodable image result", "err", err)
 				}
 			}
 		}

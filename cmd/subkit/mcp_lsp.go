@@ -65,7 +65,7 @@ func (s *mcpServer) addLspTools(server *mcp.Server) {
 			"the server is started on first use and kept for later calls (restarted after a crash); each file is sent as it is " +
 			"on disk now, and its diagnostics are those of that version, once the server has settled.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.lspDiagnosticsTool)
+	}, (*mcpWorld).lspDiagnosticsTool)
 }
 
 // lspGroup is the files one server diagnoses.
@@ -74,7 +74,7 @@ type lspGroup struct {
 	files []int // indexes into the input
 }
 
-func (s *mcpServer) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequest, in lspDiagnosticsIn) (string, lspDiagnosticsOut, error) {
+func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequest, in lspDiagnosticsIn) (string, lspDiagnosticsOut, error) {
 	refuse := func(format string, args ...any) (string, lspDiagnosticsOut, error) {
 		return "", lspDiagnosticsOut{}, fmt.Errorf("[request refused: "+format+"]", args...)
 	}
@@ -91,9 +91,9 @@ func (s *mcpServer) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolReq
 	}
 	root := in.Root
 	if root == "" {
-		root = s.cwd
+		root = w.s.cwd
 	} else if !filepath.IsAbs(root) {
-		root = filepath.Join(s.cwd, root)
+		root = filepath.Join(w.s.cwd, root)
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return refuse("root %s is not a directory", root)
@@ -117,7 +117,7 @@ func (s *mcpServer) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolReq
 		argv := in.Server
 		if len(argv) == 0 {
 			ext := strings.ToLower(filepath.Ext(p))
-			if argv = s.opts.lsp[ext]; len(argv) == 0 {
+			if argv = w.s.opts.lsp[ext]; len(argv) == 0 {
 				return refuse("no language server for %s: pass \"server\" (e.g. [\"gopls\"]), or start subkit mcp with --lsp %s=SERVER", f, cmp.Or(ext, "EXT"))
 			}
 		}
@@ -130,12 +130,12 @@ func (s *mcpServer) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolReq
 	}
 
 	out := lspDiagnosticsOut{Files: make([]fileDiagOut, len(in.Files)), Servers: []lspServerOut{}}
-	stop := s.progress(ctx, req, "lsp_diagnostics")
+	stop := w.s.progress(ctx, req, "lsp_diagnostics")
 	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for _, g := range groups {
-		srv, err := s.pool.Get(wctx, lsp.Config{Path: g.argv[0], Args: g.argv[1:], Root: root})
+		srv, err := w.pool.Get(wctx, lsp.Config{Path: g.argv[0], Args: g.argv[1:], Root: root})
 		if err != nil {
 			return "", lspDiagnosticsOut{}, lspCallError(ctx, g.argv, err)
 		}

@@ -24,8 +24,9 @@ type shellInfoOut struct {
 	IdleMs   int64  `json:"idle_ms" jsonschema:"milliseconds since the session was last used"`
 }
 
-func shellInfoOf(in shell.Info) shellInfoOut {
-	out := shellInfoOut{ID: in.ID, Pid: in.Pid, State: string(in.State), Command: in.Command, Cwd: in.Cwd, IdleMs: in.Idle.Milliseconds()}
+// shellInfoOf is in as a client sees it, under its id for the session.
+func shellInfoOf(id string, in shell.Info) shellInfoOut {
+	out := shellInfoOut{ID: id, Pid: in.Pid, State: string(in.State), Command: in.Command, Cwd: in.Cwd, IdleMs: in.Idle.Milliseconds()}
 	if in.State != shell.StateRunning && in.ExitCode >= 0 {
 		code := in.ExitCode
 		out.ExitCode = &code
@@ -135,67 +136,81 @@ func shellError(id string, err error) error {
 }
 
 func (s *mcpServer) addShellTools(server *mcp.Server) {
+	ceiling := mcpShare * shell.DefaultMaxSessions
 	addTool(s, server, &mcp.Tool{Name: "shell_open", Title: "Open a shell session",
 		Description: "Opens a stateful shell session: an interactive bash on a terminal of its own, in the model-friendly " +
 			"environment of the bash tool, whose cwd, variables, functions and activated virtualenvs stay from one command to " +
 			"the next. Returns its id. At most 64 are open; one more closes the least recently used.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, shellInfoOut, error) {
-		sess, err := s.shells.Open(ctx)
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, shellInfoOut, error) {
+		if open := w.shells.List(); len(open) < shell.DefaultMaxSessions { // at its limit a client's Open prunes one of its own
+			release, err := s.admit("shell sessions open", ceiling, func(x *mcpWorld) int { return len(x.shells.List()) })
+			if err != nil {
+				return "", shellInfoOut{}, err
+			}
+			defer release()
+		}
+		sess, err := w.shells.Open(ctx)
 		if err != nil {
 			return "", shellInfoOut{}, shellError("", err)
 		}
-		info := shellInfoOf(sess.Info())
+		w.sids.keep(w.shells.List())
+		info := shellInfoOf(w.sids.add(sess.ID()), sess.Info())
 		return fmt.Sprintf("[opened shell session %s (pid %d) in %s; run commands with shell_run {\"id\":%q,\"command\":...}]\n",
 			info.ID, info.Pid, info.Cwd, info.ID), info, nil
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_run", Title: "Run a command in a shell session",
 		Description: "Runs a command line in a shell session and waits until it finishes or yield_ms passes; returns the new " +
 			"output and the state: completed (exit code, cwd), running (what holds the terminal), or exited.",
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in shellRunIn) (string, shellStepOut, error) {
-		return s.shellStep(ctx, req, in.ID, in.YieldMs, "shell_run", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellRunIn) (string, shellStepOut, error) {
+		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_run", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Run(ctx, in.Command, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_write", Title: "Type into a shell session",
 		Description: "Types characters to whatever holds a session's terminal (a REPL, a prompt, the shell itself) and waits " +
 			"until the foreground program finishes or yield_ms passes.",
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in shellWriteIn) (string, shellStepOut, error) {
-		return s.shellStep(ctx, req, in.ID, in.YieldMs, "shell_write", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWriteIn) (string, shellStepOut, error) {
+		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_write", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Write(ctx, in.Chars, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_poll", Title: "Wait on a shell session",
 		Description: "Waits until a session's running command finishes or yield_ms passes, and returns the new output and state.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
-		return s.shellStep(ctx, req, in.ID, in.YieldMs, "shell_poll", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
+		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_poll", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Poll(ctx, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_interrupt", Title: "Interrupt a shell session",
 		Description: "Sends Ctrl-C (SIGINT) to the program in a session's foreground and waits up to yield_ms for the shell's prompt.",
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
-		return s.shellStep(ctx, req, in.ID, in.YieldMs, "shell_interrupt", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
+		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_interrupt", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Interrupt(ctx, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_close", Title: "Close a shell session",
 		Description: "Closes a shell session: the shell and everything it started (jobs, nohup and setsid children) are ended.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in shellIDIn) (string, shellCloseOut, error) {
-		if err := s.shells.CloseSession(in.ID); err != nil {
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in shellIDIn) (string, shellCloseOut, error) {
+		if err := w.shells.CloseSession(w.sids.manager(in.ID)); err != nil {
 			return "", shellCloseOut{}, shellError(in.ID, err)
 		}
+		w.sids.keep(w.shells.List())
 		return fmt.Sprintf("[closed shell session %s and everything it started]\n", in.ID), shellCloseOut{ID: in.ID, Closed: true}, nil
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_list", Title: "List shell sessions",
 		Description: "Lists the open shell sessions: id, state, last command, cwd, idle time.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, shellListOut, error) {
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, shellListOut, error) {
 		out := shellListOut{Sessions: []shellInfoOut{}}
 		var b strings.Builder
-		for _, in := range s.shells.List() {
-			info := shellInfoOf(in)
+		for _, in := range w.shells.List() {
+			id := w.sids.public(in.ID)
+			if id == "" {
+				continue // opened by a call not finished yet
+			}
+			info := shellInfoOf(id, in)
 			out.Sessions = append(out.Sessions, info)
 			fmt.Fprintf(&b, "session %s (pid %d): %s, cwd %s, last command %q\n", info.ID, info.Pid, info.State, info.Cwd, info.Command)
 		}
@@ -217,17 +232,17 @@ type shellListOut struct {
 
 // shellStep runs one step of a session. When the client cancels the call while the step
 // waits, the foreground program gets Ctrl-C and the step says cancelled.
-func (s *mcpServer) shellStep(ctx context.Context, req *mcp.CallToolRequest, id string, yieldMs int64, what string,
+func (w *mcpWorld) shellStep(ctx context.Context, req *mcp.CallToolRequest, id string, yieldMs int64, what string,
 	step func(context.Context, *shell.Session, time.Duration) (shell.Step, error)) (string, shellStepOut, error) {
 	yield, err := millis("yield_ms", yieldMs, shell.DefaultYield, shell.DefaultMaxYield)
 	if err != nil {
 		return "", shellStepOut{}, fmt.Errorf("[request refused: %v]", err)
 	}
-	sess, err := s.shells.Get(id)
+	sess, err := w.shells.Get(w.sids.manager(id))
 	if err != nil {
 		return "", shellStepOut{}, shellError(id, err)
 	}
-	stop := s.progress(ctx, req, what)
+	stop := w.s.progress(ctx, req, what)
 	st, err := step(ctx, sess, yield)
 	stop()
 	cancelled := false

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +176,13 @@ func (c *mcpConn) callErr(t *testing.T, name string, args map[string]any) string
 	res := c.call(t, name, args)
 	require.True(t, res.IsError, "%s %v should be a tool error: %s", name, args, mcpText(res))
 	return mcpText(res)
+}
+
+// assertMcpID checks that id is an id the server made for a client: prefix and 16 random
+// base32 characters (80 bits), nothing a counter would give.
+func assertMcpID(t *testing.T, prefix, id string) {
+	t.Helper()
+	assert.Regexp(t, "^"+regexp.QuoteMeta(prefix)+"[a-z2-7]{16}$", id)
 }
 
 func mcpText(res *mcp.CallToolResult) string {
@@ -425,6 +433,7 @@ func TestMcpCodeCancel(t *testing.T) {
 
 	var sess codeSessionOut
 	c.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &sess)
+	assertMcpID(t, "cs-", sess.ID)
 	var cell cellOut
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "kept = 1"}, &cell)
 	flag := filepath.Join(t.TempDir(), "cell-started")
@@ -466,9 +475,9 @@ func TestMcpBackground(t *testing.T) {
 			tag := strconv.Itoa(600000 + rand.IntN(300000))
 			var st bashStartOut
 			text := c.callOK(t, "bash_start", map[string]any{"command": "echo one; echo err >&2; sleep " + tag + " & wait"}, &st)
-			assert.Equal(t, "1", st.ID)
+			assertMcpID(t, "bg-", st.ID)
 			assert.NotZero(t, st.Pid)
-			assert.Contains(t, text, `bash_read {"id":"1"}`)
+			assert.Contains(t, text, `bash_read {"id":"`+st.ID+`"}`)
 
 			var rd bashReadOut
 			require.Eventually(t, func() bool {
@@ -551,7 +560,7 @@ func TestMcpShell(t *testing.T) {
 	c := mcpStart(t, "inprocess")
 	var info shellInfoOut
 	c.callOK(t, "shell_open", map[string]any{}, &info)
-	assert.Equal(t, "1", info.ID)
+	assertMcpID(t, "sh-", info.ID)
 	dir := t.TempDir()
 	var st shellStepOut
 	text := c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "cd " + dir + " && export X=41"}, &st)
@@ -632,6 +641,7 @@ func TestMcpCode(t *testing.T) {
 
 	var sess codeSessionOut
 	c.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &sess)
+	assertMcpID(t, "cs-", sess.ID)
 	var cell cellOut
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "x = 41\nprint('set')"}, &cell)
 	assert.Equal(t, "set\n", cell.Stdout.Tail)

@@ -39,10 +39,10 @@ func (s *mcpServer) addTreeTools(server *mcp.Server) {
 			"started after its parent, so a reused pid adopts no one). Without a pid: this server, whose tree holds every " +
 			"command, shell, interpreter and language server it runs.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
-	}, s.processTreeTool)
+	}, (*mcpWorld).processTreeTool)
 }
 
-func (s *mcpServer) processTreeTool(ctx context.Context, _ *mcp.CallToolRequest, in processTreeIn) (string, processTreeOut, error) {
+func (*mcpWorld) processTreeTool(ctx context.Context, _ *mcp.CallToolRequest, in processTreeIn) (string, processTreeOut, error) {
 	pid := in.Pid
 	switch {
 	case pid < 0:

@@ -137,7 +137,7 @@ func TestMcpTypeScriptClient(t *testing.T) {
 	assert.Contains(t, ts.BadInput.Text, "command")
 
 	bg := ts.Background
-	assert.Equal(t, "1", bg.ID)
+	assertMcpID(t, "bg-", bg.ID)
 	assert.Equal(t, "one\n", bg.ReadData)
 	assert.True(t, bg.ReadRunning)
 	assert.Equal(t, mcpOffsets{Stdout: 4}, bg.ReadNext)
