@@ -108,6 +108,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		config   = fs.String("config", "", "bash executor configuration file (JSON or YAML)")
 		progress = fs.Duration("progress", time.Second, "interval of progress notifications during a long call")
 		httpAddr = fs.String("http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+		idle     = fs.Duration("session-idle", 30*time.Minute, "with --http: a session with no request for this long is ended, with everything it started")
 		tokFile  = fs.String("token-file", "", "with --http: the file holding the bearer token every request must carry (default: "+mcpTokenVar+", else a new token in a new file)")
 		lspArgs  stringList
 	)
@@ -143,6 +144,9 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *httpAddr != "" {
 		if err := checkLoopback(*httpAddr); err != nil {
 			return fail(exitUsage, err)
+		}
+		if *idle <= 0 {
+			return fail(exitUsage, errors.New("--session-idle must be positive"))
 		}
 	} else if *tokFile != "" {
 		return fail(exitUsage, errors.New("--token-file is for --http: over stdio the client that started the server is the only one"))
@@ -190,7 +194,7 @@ func cmdMcp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	server := s.newServer()
 	var serveErr error
 	if *httpAddr != "" {
-		serveErr = s.serveHTTP(ctx, server, *httpAddr, tok.value, stderr)
+		serveErr = s.serveHTTP(ctx, server, *httpAddr, tok.value, *idle, stderr)
 	} else {
 		// A client gone while the server writes: the write fails with EPIPE and the server
 		// shuts down, instead of dying of SIGPIPE (a handled signal is not inherited by what

@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,15 +132,21 @@ func checkOrigin(r *http.Request) error {
 	return fmt.Errorf("Origin %q is not this server's (http://%s): requests from other origins are refused", strings.Join(origins, ", "), r.Host)
 }
 
+// mcpMaxClients bounds the MCP sessions open at once over HTTP.
+const mcpMaxClients = 64
+
 // serveHTTP serves streamable HTTP on addr until ctx ends, every request checked by guardHTTP.
-func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stderr io.Writer) error {
+// A session idle (no request in progress) for idle is ended as by a DELETE.
+func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, idle time.Duration, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	g := &sessionGate{s: s, server: server, idle: idle, clocks: map[string]*idleClock{},
+		next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+			&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: mcpMaxMessage})}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: mcpMaxMessage}))
+	mux.Handle("/mcp", g)
 	hs := &http.Server{Handler: guardHTTP(token, mux), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	done := make(chan error, 1)
@@ -149,6 +157,7 @@ func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr, tok
 	case <-ctx.Done():
 	}
 	s.leave() // the calls in flight end first: closing a session waits for them
+	g.stop()
 	closeSessions := func() {
 		for ss := range server.Sessions() { // long-lived event streams would hold Shutdown
 			if cerr := ss.Close(); cerr != nil {
@@ -170,4 +179,149 @@ func (s *mcpServer) serveHTTP(ctx context.Context, server *mcp.Server, addr, tok
 		return nil
 	}
 	return err
+}
+
+// sessionGate stands before the SDK's handler and keeps the sessions' lifecycle: a DELETE
+// is answered at once, the session's world ending (its calls cancelled, its processes and
+// sessions ended within the grace) and the session closing behind the answer; a session
+// with no request in progress for idle is ended the same way; no new session is made past
+// mcpMaxClients.
+type sessionGate struct {
+	s      *mcpServer
+	server *mcp.Server
+	next   http.Handler
+	idle   time.Duration
+
+	mu      sync.Mutex
+	clocks  map[string]*idleClock // by session id
+	stopped bool
+}
+
+// idleClock is a session's: its requests in progress, and the timer that ends it once there
+// has been none for the idle time.
+type idleClock struct {
+	active int
+	timer  *time.Timer
+}
+
+const sessionHeader = "Mcp-Session-Id"
+
+func (g *sessionGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(sessionHeader)
+	switch {
+	case id == "" && r.Method == http.MethodPost:
+		if n := len(slices.Collect(g.server.Sessions())); n >= mcpMaxClients {
+			http.Error(w, fmt.Sprintf("503 service unavailable: %d MCP sessions are open, the limit of this server; "+
+				"end one (DELETE), or wait until one is idle for --session-idle %v", n, g.idle), http.StatusServiceUnavailable)
+			return
+		}
+		g.next.ServeHTTP(w, r)
+		if id := w.Header().Get(sessionHeader); id != "" { // a session was made
+			g.begin(id, true)
+			g.done(id)
+		}
+	case id != "" && r.Method == http.MethodDelete:
+		if ss := g.session(id); ss != nil {
+			g.end(ss)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		g.next.ServeHTTP(w, r)
+	case id != "" && r.Method == http.MethodPost:
+		g.begin(id, false)
+		defer g.done(id)
+		g.next.ServeHTTP(w, r)
+	default:
+		g.next.ServeHTTP(w, r)
+	}
+}
+
+// session is the open session with this id, or nil.
+func (g *sessionGate) session(id string) *mcp.ServerSession {
+	for ss := range g.server.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
+}
+
+// begin counts a request of session id in progress (and, when made, starts its clock).
+func (g *sessionGate) begin(id string, made bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.clocks[id]
+	if c == nil {
+		if !made || g.stopped {
+			return // not a session of ours: the SDK answers
+		}
+		c = &idleClock{timer: time.AfterFunc(g.idle, func() { g.expire(id) })}
+		g.clocks[id] = c
+	}
+	if c.active == 0 {
+		c.timer.Stop()
+	}
+	c.active++
+}
+
+// done counts a request of session id ended; with none left the idle time starts.
+func (g *sessionGate) done(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := g.clocks[id]; c != nil {
+		if c.active--; c.active == 0 {
+			c.timer.Reset(g.idle)
+		}
+	}
+}
+
+// expire ends session id, idle for the idle time.
+func (g *sessionGate) expire(id string) {
+	g.mu.Lock()
+	c := g.clocks[id]
+	expired := c != nil && c.active == 0 && !g.stopped
+	g.mu.Unlock()
+	if !expired {
+		return
+	}
+	if ss := g.session(id); ss != nil {
+		g.end(ss)
+	} else {
+		g.forget(id)
+	}
+}
+
+func (g *sessionGate) forget(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := g.clocks[id]; c != nil {
+		c.timer.Stop()
+		delete(g.clocks, id)
+	}
+}
+
+// end ends session ss now: its world starts ending at once (calls cancelled, everything it
+// started ended within the grace), and the SDK's session is closed behind, once its
+// cancelled calls have returned.
+func (g *sessionGate) end(ss *mcp.ServerSession) {
+	g.forget(ss.ID())
+	if w := g.s.worldOf(ss); w != nil {
+		w.leave()
+	}
+	g.s.goTask(func() {
+		if err := ss.Close(); err != nil {
+			g.s.log.Debug("close session", "err", err)
+		}
+	})
+}
+
+// stop stops every clock: the server is shutting down and ends every session itself.
+func (g *sessionGate) stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	for id, c := range g.clocks {
+		c.timer.Stop()
+		delete(g.clocks, id)
+	}
 }

@@ -87,6 +87,16 @@ func (s *mcpServer) world(ss *mcp.ServerSession) (*mcpWorld, error) {
 	return w, nil
 }
 
+// goTask runs f as one of the server's tasks, unless the server is shutting down (and ends
+// everything itself).
+func (s *mcpServer) goTask(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closing {
+		s.tasks.Go(f)
+	}
+}
+
 // worldOf is the world of session ss, if it has one.
 func (s *mcpServer) worldOf(ss *mcp.ServerSession) *mcpWorld {
 	s.mu.Lock()

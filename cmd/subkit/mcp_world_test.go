@@ -3,8 +3,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/internal/testutil"
 )
 
@@ -125,4 +129,78 @@ func TestMcpBackgroundCeiling(t *testing.T) {
 	assert.Contains(t, text, fmt.Sprintf("all clients of this server together have %d background processes running", 8))
 	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 8 }, time.Minute, 10*time.Millisecond,
 		"running: %d", len(testutil.Tagged(tag)))
+}
+
+// A DELETE is answered at once while the client's call runs (timeout_ms 600000), and
+// everything that client started is gone within the grace; another client's are untouched.
+func TestMcpDeleteEndsTheClientsWorld(t *testing.T) {
+	h := mcpHTTPStart(t, "")
+	a, b := h.session(t), h.session(t).conn()
+	tag, other := strconv.Itoa(600000+rand.IntN(300000)), strconv.Itoa(600000+rand.IntN(300000))
+	killTagged(t, tag)
+	killTagged(t, other)
+	var st bashStartOut
+	a.conn().callOK(t, "bash_start", map[string]any{"command": "exec sleep " + tag}, &st)
+	var sh shellInfoOut
+	a.conn().callOK(t, "shell_open", map[string]any{}, &sh)
+	var step shellStepOut
+	a.conn().callOK(t, "shell_run", map[string]any{"id": sh.ID, "command": "sleep " + tag + " &"}, &step)
+	b.callOK(t, "bash_start", map[string]any{"command": "exec sleep " + other}, &st)
+	called := make(chan error, 1)
+	go func() {
+		_, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+			"command": "sleep " + tag + "; echo done", "timeout_ms": 600000}})
+		called <- err
+	}()
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 && len(testutil.Tagged(other)) == 1 },
+		time.Minute, 5*time.Millisecond, "a's three sleeps and b's one")
+	shellPid := sh.Pid
+
+	req, err := http.NewRequest(http.MethodDelete, h.url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	answered := time.Since(start)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.Less(t, answered, time.Second, "the DELETE is answered at once")
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 && syscall.Kill(shellPid, 0) != nil },
+		time.Minute, 5*time.Millisecond, "left: %v", testutil.Tagged(tag))
+	gone := time.Since(start)
+	assert.LessOrEqual(t, gone, bash.DefaultGrace, "a's processes are gone within the grace")
+	assert.Error(t, <-called, "the call in flight ends with the session")
+	t.Logf("DELETE answered in %v; a's processes gone in %v", answered, gone)
+
+	// b goes on.
+	var rd bashReadOut
+	b.callOK(t, "bash_read", map[string]any{"id": st.ID}, &rd)
+	assert.True(t, rd.Running)
+	assert.Len(t, testutil.Tagged(other), 1)
+	require.Eventually(t, func() bool {
+		status, _ := a.raw(t, map[string]string{"Authorization": "Bearer " + h.token}, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		return status == http.StatusNotFound
+	},
+		time.Minute, 10*time.Millisecond, "a's session is gone")
+}
+
+// A session with no request for --session-idle is ended, with everything it started; a call
+// that runs longer than that keeps its session.
+func TestMcpIdleSessionExpires(t *testing.T) {
+	h := mcpHTTPStart(t, "", "--session-idle", "1s")
+	c := h.session(t)
+	tag := strconv.Itoa(600000 + rand.IntN(300000))
+	killTagged(t, tag)
+	var out bashOut
+	c.conn().callOK(t, "bash", map[string]any{"command": "sleep 1.5; echo still-here"}, &out)
+	assert.Equal(t, "still-here\n", out.Stdout.Tail, "a call longer than the idle time")
+	var st bashStartOut
+	c.conn().callOK(t, "bash_start", map[string]any{"command": "exec sleep " + tag}, &st)
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 1 }, time.Minute, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, time.Minute, 10*time.Millisecond,
+		"the idle session's background process is gone")
+	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true"}})
+	assert.Error(t, err, "the expired session is gone")
 }
