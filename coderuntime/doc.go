@@ -70,26 +70,31 @@
 //
 // The code error travels on a side channel, never through the code's stdout or stderr: a
 // small prelude, written next to the code in the run's private directory (outside the code's
-// working directory), writes one JSON object {name, value, traceback} to an error file in
-// that directory when the code ends with an uncaught exception, and the runtime reads it back
-// after the run (ignoring it unless it is well-formed and at most 1 MiB).
+// working directory), runs first and writes one JSON object {name, value, traceback} to an
+// error report when the code ends with an uncaught exception. The host makes the report, a
+// file in the code's working directory (which a sandbox keeps writable), and opens it before
+// the interpreter starts; the prelude opens it, and removes its name, before any of the code
+// runs; after the run the host reads the report only through the descriptor it opened, from
+// the file it made, at most 1 MiB of it, and ignores it unless it is well-formed. So nothing
+// confined code does to that path (a symbolic link to a file it may not read, a FIFO that
+// never ends, a forged report) is ever opened or read by the host.
 //
-//   - python3 runs prelude.py, which reads main.py, compile()s it (so a syntax error is
+//   - python3 runs the prelude, which reads main.py, compile()s it (so a syntax error is
 //     caught before any line runs) and exec()s it in a fresh __main__ module (sys.argv and
 //     sys.path[0] as for `python3 main.py`). SystemExit passes through untouched; any other
-//     exception is written to the error file, its traceback (minus the prelude's frames) is
+//     exception is written to the error report, its traceback (minus the prelude's frames) is
 //     printed to stderr as Python would, and the process exits 1. The prelude also flushes
 //     stdout and stderr on SIGTERM before dying of it, so a run ended by its timeout keeps
 //     what it printed (Python block-buffers a pipe). PYTHONUTF8=1 and PYTHONIOENCODING=utf-8
 //     make the streams UTF-8 whatever the host locale.
-//   - node runs `node --require prelude.js main.js`: the code is node's ordinary main module
+//   - node runs `node --require <prelude> main.js`: the code is node's ordinary main module
 //     (require, __filename, process.argv as usual). The prelude adds an 'uncaughtException'
 //     listener, which node calls for every exception about to end the process, syntax errors
-//     of the main module and unhandled rejections included: it writes the error file, prints
+//     of the main module and unhandled rejections included: it writes the error report, prints
 //     the error as node does (the source line and its caret, the stack, the node version) and
 //     exits 1, as node does. An exception the code handles with its own 'uncaughtException'
 //     listener is left to it and not reported. node's internal frames are cut from the stack
-//     of the error file.
+//     of the error report.
 //   - bash runs `bash main.sh` and has no structured error.
 //
 // File paths in the Value and Traceback are made relative to the run's work directory

@@ -9,7 +9,7 @@ type language struct {
 	interpreter string // default program, searched in the runtime's PATH
 	codeFile    string // the code file's name in the work directory
 	preludeFile string // the prelude's name in the run directory, or "" when there is none
-	// prelude returns the prelude's source for a code file and an error file.
+	// prelude returns the prelude's source for a code file and an error report (openReport).
 	prelude func(codePath, errPath string) string
 	// args returns the interpreter's arguments.
 	args func(preludePath, codePath string) []string
@@ -56,9 +56,10 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// pythonPrelude runs the code file as __main__ (compile, then exec in a fresh module), so a
-// syntax error is caught before any of the code runs. On an uncaught exception (anything but
-// SystemExit) it writes one JSON object {name, value, traceback} to the error file, prints the
+// pythonPrelude opens the error report and removes its name, then runs the code file as
+// __main__ (compile, then exec in a fresh module), so a syntax error is caught before any of the
+// code runs. On an uncaught exception (anything but SystemExit) it writes one JSON object
+// {name, value, traceback} to the report through the descriptor it opened, prints the
 // traceback to stderr as Python would, and exits 1. Its own frames are cut from the
 // traceback, and paths in the work directory are made relative (main.py) in both, and in the
 // warnings Python prints. SIGTERM flushes stdout and stderr before the process dies of it, so a
@@ -75,6 +76,18 @@ def _subkit_main(code_path, err_path):
     import types
 
     here = _subkit_main.__code__.co_filename
+
+    # The report is opened, and its name removed, before any of the code runs: what the code
+    # later does to that path is never read back.
+    try:
+        err_fd = os.open(err_path, os.O_WRONLY)
+    except OSError:
+        err_fd = None
+    else:
+        try:
+            os.unlink(err_path)
+        except OSError:
+            pass
 
     def flush_then_die(signum, frame):
         for stream in (sys.stdout, sys.stderr):
@@ -136,11 +149,12 @@ def _subkit_main(code_path, err_path):
         if len(value) > 8192:
             value = value[:8192] + "..."
         short = text if len(text) <= 65536 else "...\n" + text[-65536:]
-        try:
-            with open(err_path, "w", encoding="utf-8") as f:
-                json.dump({"name": type(exc).__name__, "value": value, "traceback": short}, f)
-        except BaseException:
-            pass
+        if err_fd is not None:
+            try:
+                with os.fdopen(err_fd, "w", encoding="utf-8") as f:
+                    json.dump({"name": type(exc).__name__, "value": value, "traceback": short}, f)
+            except BaseException:
+                pass
         try:
             sys.stderr.write(text)
             sys.stderr.flush()
@@ -153,10 +167,11 @@ _subkit_main(_SUBKIT_CODE, _SUBKIT_ERROR)
 `
 
 // nodePrelude is loaded with --require before the code file, which node then runs as its main
-// module, unchanged. An 'uncaughtException' listener sees every exception that is about to end
-// the process, syntax errors of the main module and unhandled rejections included, unless the
-// code listens for them itself (then it does nothing, and the code's listener decides). It
-// writes one JSON object {name, value, traceback} to the error file, prints the error to
+// module, unchanged. It opens the error report and removes its name. An 'uncaughtException'
+// listener sees every exception that is about to end the process, syntax errors of the main
+// module and unhandled rejections included, unless the code listens for them itself (then it
+// does nothing, and the code's listener decides). It writes one JSON object
+// {name, value, traceback} to the report through the descriptor it opened, prints the error to
 // stderr as node does (the source line and a caret, the stack, the node version) with the
 // paths of the work directory relative, and exits 1, as node does. node's internal frames are
 // cut from the stack of the error file.
@@ -177,6 +192,15 @@ const nodePrelude = `(function subkitPrelude() {
     // The work directory as given.
   }
   const relative = (s) => prefixes.reduce((t, p) => t.split(p).join(''), s);
+  // The report is opened, and its name removed, before any of the code runs: what the code
+  // later does to that path is never read back.
+  let errFd = -1;
+  try {
+    errFd = fs.openSync(SUBKIT_ERROR, fs.constants.O_WRONLY);
+    fs.unlinkSync(SUBKIT_ERROR);
+  } catch (e) {
+    // No report (or a name left for the host to remove): the run goes on.
+  }
   // source returns node's "file:line\nsource line\n   ^\n\n" for the first frame of the stack
   // that is in the code file, or ''.
   const source = (stack) => {
@@ -214,9 +238,12 @@ const nodePrelude = `(function subkitPrelude() {
         printed = 'Uncaught ' + value;
       }
       traceback = traceback.split('\n').filter((l) => !/^\s+at (.* \()?node:internal\//.test(l)).join('\n');
-      fs.writeFileSync(SUBKIT_ERROR, JSON.stringify({
-        name: name, value: cap(relative(value), 8192, false), traceback: cap(relative(traceback), 65536, true),
-      }), { mode: 0o600 });
+      if (errFd >= 0) {
+        const data = Buffer.from(JSON.stringify({
+          name: name, value: cap(relative(value), 8192, false), traceback: cap(relative(traceback), 65536, true),
+        }));
+        for (let off = 0; off < data.length;) off += fs.writeSync(errFd, data, off);
+      }
     } catch (e) {
       // Reporting must never change how the code ends.
     }

@@ -14,9 +14,13 @@ import (
 
 	"github.com/subkit/subkit/coderuntime"
 	"github.com/subkit/subkit/internal/testutil"
+	"github.com/subkit/subkit/subprocess"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	subprocess.HelperMain() // the test binary is the sandbox's helper
+	goleak.VerifyTestMain(m)
+}
 
 // realPython is the python3 interpreter behind any version-manager shim on PATH (pyenv's
 // shim is a bash script that takes seconds per start), so timing-sensitive tests measure the

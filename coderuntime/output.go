@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/subkit/subkit/subprocess"
 )
 
-// maxErrorFile bounds the error file read back from a run. The preludes cap what they write
+// maxErrorFile bounds the error report read back from a run. The preludes cap what they write
 // well below it; a bigger file was not written by them and is ignored.
 const maxErrorFile = 1 << 20
 
@@ -36,30 +34,26 @@ func trimCut(tail []byte, truncated bool) []byte {
 	return tail
 }
 
-// readCodeError reads the error file a prelude wrote, or returns nil when there is none. The
-// work directory's prefix is cut from file paths so they read main.py, main.js.
-func readCodeError(path string, workDirs []string) (*CodeError, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// readCodeError reads the error report a prelude wrote (see openReport) from its start, or
+// returns nil when it is empty. The work directory's prefix is cut from file paths so they
+// read main.py, main.js.
+func readCodeError(report io.ReaderAt, workDirs []string) (*CodeError, error) {
+	data, err := io.ReadAll(io.NewSectionReader(report, 0, maxErrorFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxErrorFile+1))
-	if err != nil {
-		return nil, err
-	}
 	if len(data) > maxErrorFile {
-		return nil, errors.New("error file larger than 1 MiB: not the prelude's")
+		return nil, errors.New("error report larger than 1 MiB: not the prelude's")
 	}
 	var ce CodeError
 	if err := json.Unmarshal(data, &ce); err != nil {
 		return nil, err
 	}
 	if ce.Name == "" {
-		return nil, errors.New("error file names no exception")
+		return nil, errors.New("error report names no exception")
 	}
 	for _, d := range workDirs {
 		ce.Value = strings.ReplaceAll(ce.Value, d, "")

@@ -1,8 +1,7 @@
 package coderuntime
 
 import (
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,27 +33,17 @@ func TestTrimCut(t *testing.T) {
 }
 
 func TestReadCodeError(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "error.json")
-
-	ce, err := readCodeError(p, nil)
-	assert.NoError(t, err, "no file: no error")
+	ce, err := readCodeError(strings.NewReader(""), nil)
+	assert.NoError(t, err, "an empty report: no error")
 	assert.Nil(t, ce)
 
-	require.NoError(t, os.WriteFile(p, []byte(`{"name":"ValueError","value":"at /w/main.py","traceback":"File \"/w/main.py\", line 1"}`), 0o600))
-	ce, err = readCodeError(p, []string{"/w/"})
+	ce, err = readCodeError(strings.NewReader(`{"name":"ValueError","value":"at /w/main.py","traceback":"File \"/w/main.py\", line 1"}`), []string{"/w/"})
 	require.NoError(t, err)
 	assert.Equal(t, &CodeError{Name: "ValueError", Value: "at main.py", Traceback: `File "main.py", line 1`}, ce)
 
-	for _, bad := range []string{"not json", `{"value":"no name"}`} {
-		require.NoError(t, os.WriteFile(p, []byte(bad), 0o600))
-		ce, err = readCodeError(p, nil)
+	for _, bad := range []string{"not json", `{"value":"no name"}`, strings.Repeat(" ", maxErrorFile+1)} {
+		ce, err = readCodeError(strings.NewReader(bad), nil)
 		assert.Error(t, err)
 		assert.Nil(t, ce)
 	}
-	big := make([]byte, maxErrorFile+1)
-	require.NoError(t, os.WriteFile(p, big, 0o600))
-	ce, err = readCodeError(p, nil)
-	assert.Error(t, err)
-	assert.Nil(t, ce)
 }

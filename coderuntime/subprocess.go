@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -427,11 +428,11 @@ func (r *SubprocessRuntime) searched(name string) []string {
 //
 //	<dir>/            0700, removed by Run
 //	  prelude.py|js   0600, the language's prelude (python3, node)
-//	  error.json      written by the prelude on an uncaught exception or syntax error, when req.Dir is set
 //	  work/           0700, the code's working directory (unless req.Dir)
 //	    main.py|js|sh 0600, the code
-//	    .subkit-error.json  the error file otherwise: inside the working directory, which a
-//	                  sandbox keeps writable (the run directory is not)
+//
+// and, for a language with a prelude, the error report in the code's working directory
+// (work/, or req.Dir): see openReport.
 func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language, path, dir string) (Result, error) {
 	out := Result{Language: req.Language}
 	work := filepath.Join(dir, "work")
@@ -442,20 +443,24 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 	if err := writePrivate(codePath, req.Code); err != nil {
 		return out, r.fail("prepare", req.Language, err)
 	}
-	errPath := filepath.Join(dir, "error.json")
-	if req.Dir == "" {
-		errPath = filepath.Join(work, ".subkit-error.json") // writable under a sandbox too
-	}
+	cwd := cmp.Or(req.Dir, work)
 	var preludePath string
+	var report *os.File
 	if lang.preludeFile != "" {
+		rep, err := openReport(cwd)
+		if err != nil {
+			return out, r.fail("prepare", req.Language, err)
+		}
+		report = rep
+		defer r.closeReport(req.Language, report)
 		preludePath = filepath.Join(dir, lang.preludeFile)
-		if err := writePrivate(preludePath, lang.prelude(codePath, errPath)); err != nil {
+		if err := writePrivate(preludePath, lang.prelude(codePath, report.Name())); err != nil {
 			return out, r.fail("prepare", req.Language, err)
 		}
 	}
 	spec := subprocess.Spec{
 		Path: path, Args: lang.args(preludePath, codePath),
-		Dir:        cmp.Or(req.Dir, work),
+		Dir:        cwd,
 		Readable:   []string{dir}, // the run directory, in the runtime root a sandbox makes private
 		Env:        append(slices.Clip(lang.env), req.Env...),
 		Timeout:    cmp.Or(req.Timeout, r.timeout),
@@ -482,8 +487,8 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 	out.ExitCode, out.Signal, out.TimedOut, out.Cancelled = res.ExitCode, res.Signal, res.TimedOut, cancelled
 	out.PipesHeld, out.Duration, out.Sandbox = res.PipesHeld, res.Duration, res.Sandbox
 	out.Stdout, out.Stderr = output(res.Stdout), output(res.Stderr)
-	if lang.preludeFile != "" {
-		ce, rerr := readCodeError(errPath, workPrefixes(work))
+	if report != nil {
+		ce, rerr := readCodeError(report, workPrefixes(work))
 		if rerr != nil {
 			r.log.Warn("coderuntime: error report unreadable", "language", req.Language, "err", rerr)
 		}
@@ -540,6 +545,30 @@ func (r *SubprocessRuntime) spawnError(l Language, path string, err error) error
 		return &UnavailableError{Language: l, Interpreter: path, Searched: []string{path}, Err: err}
 	}
 	return r.fail("spawn", l, err)
+}
+
+// openReport makes the error report of a run in dir, the code's working directory (which a
+// sandbox keeps writable), and opens it for reading, before the code starts. The prelude opens
+// it by name and removes the name before the code runs; the host reads it back only through
+// the descriptor opened here, from the file it made itself. So nothing the code later puts at
+// that path (a symbolic link to a file the code may not read, a FIFO that never ends, a huge
+// file) is ever opened by the host, and at most maxErrorFile bytes are read.
+func openReport(dir string) (*os.File, error) {
+	name := filepath.Join(dir, ".subkit-error-"+randomHex(8)+".json")
+	return os.OpenFile(name, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// closeReport closes the report and removes its name when the prelude did not (it never ran,
+// or the system refused: Windows keeps the name of a file open elsewhere); it is in a
+// directory of the run's own, or in the caller's Request.Dir.
+func (r *SubprocessRuntime) closeReport(l Language, f *os.File) {
+	err := f.Close()
+	if rerr := os.Remove(f.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
+		r.log.Warn("coderuntime: closing the error report", "language", l, "err", err)
+	}
 }
 
 // writePrivate creates path (it must not exist) with mode 0600 and writes s.

@@ -51,7 +51,7 @@ print(oct(stat.S_IMODE(os.stat("..").st_mode)), oct(stat.S_IMODE(os.stat("../pre
 print(os.path.dirname(os.path.dirname(os.getcwd())))
 `})
 	assert.Equal(t, "['main.py']\n['prelude.py', 'work']\n0o700 0o600\n"+root+"\n", res.Stdout.Tail,
-		"the code sees only its file; the prelude sits outside its working directory; stderr: %s", res.Stderr.Tail)
+		"the code sees only its file (the error report's name is gone); the prelude sits outside its working directory; stderr: %s", res.Stderr.Tail)
 	ents, err := os.ReadDir(root)
 	require.NoError(t, err)
 	assert.Empty(t, ents, "the run's directory is removed")
@@ -161,14 +161,31 @@ func TestNodeErrors(t *testing.T) {
 	assert.Equal(t, "true main.js 2\n", res.Stdout.Tail, "the code is node's ordinary main module")
 }
 
-func TestForgedErrorFileIgnored(t *testing.T) {
+// findReport is python code that sets report to the path the prelude was given for its error
+// report (a global of the prelude's module, up the stack), as code that means harm would.
+const findReport = `import os, sys
+f = sys._getframe()
+while f is not None and "_SUBKIT_ERROR" not in f.f_globals:
+    f = f.f_back
+report = f.f_globals["_SUBKIT_ERROR"]
+`
+
+// TestForgedErrorReportIgnored: a report the code writes at the path the prelude was given is
+// not the one the host reads back, whether the code ends normally or raises.
+func TestForgedErrorReportIgnored(t *testing.T) {
 	rt := newRuntime(t, coderuntime.Config{})
 	needs(t, rt, coderuntime.Python3)
 	mark := marked(t)
-	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3,
-		Code: "open('../error.json', 'w').write('not json')\nprint('fine')\n"})
+	forge := findReport + `open(report, "w").write('{"name": "Forged", "value": "", "traceback": ""}')
+print("forged", os.path.exists(report))
+`
+	res := run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3, Code: forge})
 	assert.Nil(t, res.Error)
-	assert.Equal(t, "fine\n", res.Stdout.Tail)
+	assert.Equal(t, "forged True\n", res.Stdout.Tail)
+
+	res = run(t, rt, mark, coderuntime.Request{Language: coderuntime.Python3, Code: forge + "raise KeyError('real')\n"})
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "KeyError", res.Error.Name, "the prelude's report, not the forged one")
 }
 
 func TestInvalidUTF8KeptAsIs(t *testing.T) {
