@@ -27,12 +27,12 @@ import (
 )
 
 const mcpUsage = `usage: subkit mcp [--config FILE] [--sandbox [--writable DIR]... [--hidden PATH]... [--network on|off]]
-                  [--lsp EXT=SERVER [ARGS]]... [--progress DUR] [--http 127.0.0.1:PORT]
+                  [--lsp EXT=SERVER [ARGS]]... [--progress DUR]
+                  [--http 127.0.0.1:PORT [--token-file FILE] [--session-idle DUR]]
 
 Serves the kit as a Model Context Protocol server: over stdin and stdout (newline-delimited
-JSON-RPC) until the client closes stdin (what it asked before is answered first), or with --http over streamable HTTP on a loopback
-address at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and output
-schemas:
+JSON-RPC, one client) until stdin ends, or with --http over streamable HTTP on a loopback address
+at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and output schemas:
 
   bash                   run one command with the bash executor (as subkit bash)
   bash_start, bash_read, bash_stop
@@ -44,6 +44,24 @@ schemas:
                          python3 and node interpreters whose state lasts from cell to cell
   lsp_diagnostics        the diagnostics of files under a root, from a pooled language server
   process_tree           a process and its descendants (default: this server's)
+
+Each client (an MCP session: the connection over stdio, an Mcp-Session-Id over HTTP) has a world
+of its own: its shells, code sessions, background processes and language servers, under random
+ids that mean nothing to another client, and limits of its own (maxBackground, 64, background
+processes running, 64 shells, 16 code sessions; all clients together four times that). A client that leaves ends
+everything it started: at the end of stdin (or when stdout breaks) the calls in flight are
+cancelled, the answers still owed are written for at most a second, and the server exits; over
+HTTP a DELETE is answered at once and ends the session's processes within the grace, and so does
+--session-idle without a request.
+
+--http needs a credential: every request carries "Authorization: Bearer TOKEN", the token of
+--token-file (a file only its owner may read), else of SUBKIT_MCP_TOKEN, else a new one the server
+writes to a new 0600 file it names on stderr (and removes at exit); without it a request is 401.
+A request whose Origin is not the server's own is 403. At most 64 sessions are open at once.
+
+A message is at most 16 MiB (one line over stdio, one request body over HTTP). Over stdio a line
+that is not JSON gets a -32700 error, a batch, a duplicated id or a message over the limit a
+-32600 error, and the connection goes on.
 
 Every tool runs on one subprocess Service, with a guard on Linux: nothing the server started
 outlives it, even when it is killed. The text content of a result is what a model should read
@@ -59,9 +77,9 @@ commands, shells, code and language servers. --lsp maps a file extension to the 
 lsp_diagnostics starts for such files, e.g. --lsp .go=gopls --lsp '.py=pyright-langserver --stdio'
 (a call may name a server of its own instead).
 
-Exit status: 0 once the client closed the connection, 130 when interrupted (the way an --http
-server ends), 2 for bad flags or configuration, 1 when the server could not start or serve, or
-what it started could not all be ended.
+Exit status: 0 once the client has left (stdin ended), 130 when interrupted (the way an --http
+server ends), 2 for bad flags or configuration (a token file others may read included), 1 when
+the server could not start or serve, or what it started could not all be ended.
 
 flags:
 `

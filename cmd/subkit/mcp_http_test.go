@@ -137,6 +137,7 @@ func (c *mcpHTTPClient) raw(t *testing.T, headers map[string]string, body string
 
 // A request without the token, or with a wrong one, is 401 and runs nothing; with a wrong
 // Origin it is 403 and runs nothing; the right token and no Origin, or the server's own, pass.
+// A body over the 16 MiB limit is 413.
 func TestMcpHTTPTokenAndOrigin(t *testing.T) {
 	h := mcpHTTPStart(t, "")
 	c := h.session(t)
@@ -171,6 +172,16 @@ func TestMcpHTTPTokenAndOrigin(t *testing.T) {
 	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}})
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n[exit code 0]\n", mcpText(res))
+
+	// A body over 16 MiB is refused, saying the limit; the session goes on.
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"cat >/dev/null","stdin":"%s"}}}`,
+		strings.Repeat("x", 17_000_000))
+	status, body = c.raw(t, map[string]string{"Authorization": "Bearer " + h.token}, big)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status, body)
+	assert.Contains(t, body, "16777216")
+	res, err = c.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo still"}})
+	require.NoError(t, err)
+	assert.Equal(t, "still\n[exit code 0]\n", mcpText(res))
 }
 
 // Without --token-file or SUBKIT_MCP_TOKEN the server makes a token, writes it to a new 0600
