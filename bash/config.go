@@ -99,8 +99,10 @@ type Config struct {
 	Service *subprocess.Service
 	// Sandbox (key "sandbox") confines every command (see the sandbox package): nil runs them
 	// unconfined. In a file, `sandbox: true` is the default policy (the working directory and a
-	// private TMPDIR writable, credential homes hidden, no network), or a mapping with the
-	// keys writable, hidden (lists of paths), network ("on" or "off"), backend and limits
+	// private TMPDIR writable, the credential stores of sandbox.DefaultHidden hidden, no
+	// network), or a mapping with the keys writable, hidden (lists of paths; hidden adds to
+	// the credential stores), noDefaultHidden (true: only hidden is hidden), allowUnixSockets
+	// (sockets the commands may connect to), network ("on" or "off"), backend and limits
 	// (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes). New fails with
 	// ErrUnsupported when nothing here can enforce it; a command never runs unconfined when
 	// confinement was asked for. It needs the kit's helper executable, as Guard does.

@@ -319,8 +319,11 @@ func toPolicy(v any) (*sandbox.Policy, error) {
 		}
 		return p, nil
 	}
-	return nil, fmt.Errorf("want true, false or a mapping (writable, hidden, network, backend, limits), got %s", describe(v))
+	return nil, fmt.Errorf("want true, false or a mapping (%s), got %s", policyKeys, describe(v))
 }
+
+// policyKeys are the keys of a sandbox mapping.
+const policyKeys = "writable, hidden, noDefaultHidden, allowUnixSockets, network, backend, limits"
 
 func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 	switch key {
@@ -328,6 +331,14 @@ func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 		p.Writable, err = toStrings(v)
 	case "hidden":
 		p.Hidden, err = toStrings(v)
+	case "noDefaultHidden":
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("want true or false, got %s", describe(v))
+		}
+		p.NoDefaultHidden = b
+	case "allowUnixSockets":
+		p.AllowUnixSockets, err = toStrings(v)
 	case "network":
 		var s string
 		if s, err = toString(v); err == nil {
@@ -363,7 +374,7 @@ func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 			*f = uint64(n)
 		}
 	default:
-		err = fmt.Errorf("unknown key (writable, hidden, network, backend, limits)")
+		err = fmt.Errorf("unknown key (%s)", policyKeys)
 	}
 	return err
 }

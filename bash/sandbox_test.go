@@ -41,13 +41,17 @@ func TestSandboxConfigFile(t *testing.T) {
 	require.NotNil(t, c.Sandbox)
 	assert.Equal(t, sandbox.Policy{Writable: []string{"/w"}, Hidden: []string{"~/.x"}, Network: sandbox.NetworkOn,
 		Limits: sandbox.Limits{Processes: 50, CPUSeconds: 9}}, *c.Sandbox)
+	c, err = bash.ParseConfigYAML([]byte("sandbox:\n  hidden: [~/.x]\n  noDefaultHidden: true\n  allowUnixSockets: [/run/a.sock]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.Policy{Hidden: []string{"~/.x"}, NoDefaultHidden: true, AllowUnixSockets: []string{"/run/a.sock"}}, *c.Sandbox)
 	c, err = bash.ParseConfigYAML([]byte("sandbox: true\n"))
 	require.NoError(t, err)
 	assert.Equal(t, &sandbox.Policy{}, c.Sandbox)
 	c, err = bash.ParseConfigJSON([]byte(`{"sandbox": {"network": "off", "limits": {"openFiles": 64}}}`))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(64), c.Sandbox.Limits.OpenFiles)
-	for _, bad := range []string{"sandbox: 3\n", "sandbox: {network: maybe}\n", "sandbox: {wrtable: [/w]}\n", "sandbox: {limits: {procs: 1}}\n"} {
+	for _, bad := range []string{"sandbox: 3\n", "sandbox: {network: maybe}\n", "sandbox: {wrtable: [/w]}\n", "sandbox: {limits: {procs: 1}}\n",
+		"sandbox: {noDefaultHidden: yes please}\n", "sandbox: {allowUnixSockets: /run/a.sock}\n"} {
 		_, err := bash.ParseConfigYAML([]byte(bad))
 		configErr(t, err, "sandbox")
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -293,6 +294,15 @@ func (s *Session) Pid() int {
 		return 0
 	}
 	return s.term.Pid()
+}
+
+// Sandbox says how the shell is confined (the Service's Config.Sandbox), or is nil when it runs
+// unconfined.
+func (s *Session) Sandbox() *sandbox.Report {
+	if s == nil || s.term == nil {
+		return nil
+	}
+	return s.term.Sandbox()
 }
 
 func (s *Session) touch() {

@@ -18,20 +18,24 @@ import (
 )
 
 const codeUsage = `usage: subkit code --lang python3|node|bash [--timeout DUR] [--grace DUR] [--tail-bytes N]
-                   [--stdin-file F] [--interpreter PROGRAM] [--json] (CODE | -)
+                   [--stdin-file F] [--interpreter PROGRAM] [--json] [SANDBOX FLAGS] (CODE | -)
        subkit code --lang python3|node --cells FILE [--keep-going] [--timeout DUR] [--grace DUR]
-                   [--tail-bytes N] [--interpreter PROGRAM] [--json]
+                   [--tail-bytes N] [--interpreter PROGRAM] [--json] [SANDBOX FLAGS]
+SANDBOX FLAGS: --sandbox [--writable DIR]... [--hidden PATH]... [--no-default-hidden]
+                   [--allow-unix-socket PATH]... [--network on|off]
 
 Runs CODE (or the code read from stdin, for -) in a fresh private directory with the language's
 interpreter, stdin from the null device (or --stdin-file), a credential-scrubbed environment
 and bounded output. On timeout or Ctrl-C the whole tree gets SIGTERM, then SIGKILL after the
 grace (a second Ctrl-C: at once); whatever the code leaves running is ended too. --timeout 0
-means none.
+means none. --sandbox confines the interpreter and everything the code starts (Linux), as for
+subkit bash.
 
 With --json it prints one JSON object and exits 0 once the code has run (130 when interrupted):
   {"language","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
    "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
-   "stderr":{...},"error":{"name","value","traceback"} (only when the code raised or did not compile)}
+   "stderr":{...},"error":{"name","value","traceback"} (only when the code raised or did not compile),
+   "sandbox":{"backend","network","how","writable","hidden","unenforced"} (with --sandbox)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr, where the interpreter's
 own traceback is), notes a truncation on stderr, and exits with the code's status.
 

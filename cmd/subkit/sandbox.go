@@ -8,32 +8,36 @@ import (
 	"github.com/subkit/subkit/sandbox"
 )
 
-// sandboxFlags are the confinement flags of exec and bash.
+// sandboxFlags are the confinement flags of exec, bash, shell, code and mcp.
 type sandboxFlags struct {
-	on       bool
-	writable stringList
-	hidden   stringList
-	network  string
+	on              bool
+	writable        stringList
+	hidden          stringList
+	noDefaultHidden bool
+	sockets         stringList
+	network         string
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.on, "sandbox", false, "confine the command: only the working directory, a private TMPDIR and --writable dirs writable, credential homes hidden, no network (Linux)")
+	fs.BoolVar(&f.on, "sandbox", false, "confine the command: only the working directory, a private TMPDIR and --writable dirs writable, the usual credential stores (keys, tokens, browser profiles, shell histories) hidden, no network (Linux)")
 	fs.Var(&f.writable, "writable", "with --sandbox: a directory the command may write in, instead of the working directory (repeatable)")
-	fs.Var(&f.hidden, "hidden", "with --sandbox: a path the command may not read, instead of the credential homes (repeatable)")
+	fs.Var(&f.hidden, "hidden", "with --sandbox: a path the command may not read, in addition to the credential stores (repeatable)")
+	fs.BoolVar(&f.noDefaultHidden, "no-default-hidden", false, "with --sandbox: leave the credential stores readable; only --hidden paths are hidden")
+	fs.Var(&f.sockets, "allow-unix-socket", "with --sandbox: a Unix socket outside the writable dirs the command may connect to, such as an ssh agent's (repeatable)")
 	fs.StringVar(&f.network, "network", "off", "with --sandbox: on or off")
 }
 
 // policy is the policy the flags ask for, or nil without --sandbox.
 func (f *sandboxFlags) policy(fs *flag.FlagSet) (*sandbox.Policy, error) {
 	if !f.on {
-		for _, name := range []string{"writable", "hidden", "network"} {
+		for _, name := range []string{"writable", "hidden", "no-default-hidden", "allow-unix-socket", "network"} {
 			if flagSet(fs, name) {
 				return nil, fmt.Errorf("--%s applies with --sandbox only", name)
 			}
 		}
 		return nil, nil
 	}
-	p := &sandbox.Policy{Writable: f.writable, Hidden: f.hidden}
+	p := &sandbox.Policy{Writable: f.writable, Hidden: f.hidden, NoDefaultHidden: f.noDefaultHidden, AllowUnixSockets: f.sockets}
 	switch f.network {
 	case "off":
 	case "on":

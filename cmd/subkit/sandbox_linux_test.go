@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +64,100 @@ func TestBashSandboxJSON(t *testing.T) {
 	code, _, stderr = cli(t, "", "bash", "--sandbox", "--network", "maybe", "true")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `--network "maybe"`)
+}
+
+// subkit shell --sandbox and subkit code --sandbox run confined: a write outside the --writable
+// dir fails, the JSON has the "sandbox" object, and --hidden adds to the credential stores
+// hidden by default (~/.ssh stays hidden in a home that is otherwise readable);
+// --no-default-hidden leaves them readable.
+func TestShellAndCodeSandboxJSON(t *testing.T) {
+	dir, outside, home := t.TempDir(), outsideDir(t), outsideDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_x"), []byte("SECRET-KEY-MARK\n"), 0o600))
+	extra := filepath.Join(home, "extra-secret")
+	require.NoError(t, os.WriteFile(extra, []byte("SECRET-EXTRA-MARK\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "visible"), []byte("VISIBLE-MARK\n"), 0o600))
+	t.Setenv("HOME", home)
+	confined := []string{"--sandbox", "--writable", dir}
+
+	script := filepath.Join(t.TempDir(), "script")
+	require.NoError(t, os.WriteFile(script, []byte("touch "+dir+"/ok && echo inside-ok\n"+
+		"touch "+outside+"/no || echo refused\n"+
+		"cat ~/visible ~/.ssh/id_x "+extra+"; echo read-done\n"), 0o600))
+	code, out, stderr := cli(t, "", append(append([]string{"shell"}, confined...), "--hidden", extra, "--json", "--script", script)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	so := decode[shellOutput](t, out)
+	require.NotNil(t, so.Sandbox, out)
+	assert.NotEmpty(t, so.Sandbox.Backend)
+	require.Len(t, so.Steps, 3, out)
+	assert.Contains(t, so.Steps[0].Output, "inside-ok")
+	assert.Contains(t, so.Steps[1].Output, "refused", "a write outside the writable dir fails")
+	assert.Contains(t, so.Steps[2].Output, "VISIBLE-MARK", "the home is readable")
+	assert.Contains(t, so.Steps[2].Output, "read-done")
+	assert.NotContains(t, out, "SECRET-KEY-MARK", "~/.ssh stays hidden with --hidden")
+	assert.NotContains(t, out, "SECRET-EXTRA-MARK", "the --hidden path is hidden")
+	assert.Subset(t, so.Sandbox.Hidden, []string{filepath.Join(home, ".ssh"), extra})
+	assert.FileExists(t, filepath.Join(dir, "ok"))
+	assert.NoFileExists(t, filepath.Join(outside, "no"), "a write outside the writable dirs")
+
+	// --no-default-hidden: only the --hidden paths are hidden.
+	code, out, stderr = cli(t, "", append(append([]string{"shell"}, confined...), "--no-default-hidden", "--hidden", extra, "--json", "--script", script)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	so = decode[shellOutput](t, out)
+	require.NotNil(t, so.Sandbox, out)
+	assert.Equal(t, []string{extra}, so.Sandbox.Hidden)
+	assert.Contains(t, out, "SECRET-KEY-MARK", "the credential stores are readable")
+	assert.NotContains(t, out, "SECRET-EXTRA-MARK")
+
+	code, out, stderr = cli(t, "", append(append([]string{"code", "--lang", "bash"}, confined...), "--hidden", extra, "--json",
+		"touch "+dir+"/code-ok; touch "+outside+"/code-no || echo refused; cat ~/visible ~/.ssh/id_x "+extra+"; echo ran")...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	co := decode[codeOutput](t, out)
+	require.NotNil(t, co.Sandbox, out)
+	assert.Subset(t, co.Sandbox.Hidden, []string{filepath.Join(home, ".ssh"), extra})
+	assert.Contains(t, co.Stdout.Tail, "VISIBLE-MARK")
+	assert.Contains(t, co.Stdout.Tail, "refused")
+	assert.Contains(t, co.Stdout.Tail, "ran")
+	assert.NotContains(t, out, "SECRET-KEY-MARK")
+	assert.NotContains(t, out, "SECRET-EXTRA-MARK")
+	assert.FileExists(t, filepath.Join(dir, "code-ok"))
+	assert.NoFileExists(t, filepath.Join(outside, "code-no"))
+
+	for _, args := range [][]string{
+		{"shell", "--no-default-hidden", "--script", script},
+		{"code", "--lang", "bash", "--allow-unix-socket", "/run/x.sock", "true"},
+	} {
+		code, _, stderr := cli(t, "", args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Contains(t, stderr, "applies with --sandbox only", "%v", args)
+	}
+}
+
+// --allow-unix-socket lets the confined program connect to a socket outside its writable dirs
+// that it could not reach otherwise.
+func TestSandboxAllowUnixSocket(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	real, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output() // past a version manager's shim
+	require.NoError(t, err)
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	connect := "import socket; socket.socket(socket.AF_UNIX).connect(" + strconv.Quote(sock) + "); print('connected')"
+	python := strings.TrimSpace(string(real))
+
+	code, out, stderr := cli(t, "", "exec", "--sandbox", "--allow-unix-socket", sock, "--json", "--", python, "-c", connect)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	res := decode[execOutput](t, out)
+	require.NotNil(t, res.Sandbox, out)
+	assert.Equal(t, "connected\n", res.Stdout.Tail, "%s", out)
+
+	code, out, stderr = cli(t, "", "exec", "--sandbox", "--json", "--", python, "-c", connect)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	res = decode[execOutput](t, out)
+	assert.NotEqual(t, 0, *res.ExitCode, "without the flag the socket is out of reach: %s", out)
+	assert.Empty(t, res.Stdout.Tail)
 }

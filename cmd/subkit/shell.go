@@ -15,7 +15,8 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-const shellUsage = `usage: subkit shell --script FILE [--yield DUR] [--json]
+const shellUsage = `usage: subkit shell --script FILE [--yield DUR] [--json] [--sandbox [--writable DIR]...
+                    [--hidden PATH]... [--no-default-hidden] [--allow-unix-socket PATH]... [--network on|off]]
 
 Runs FILE's lines as the commands of one shell session: an interactive bash on a terminal of its
 own, whose state (cwd, variables, functions, an activated virtualenv) stays from one line to the
@@ -23,9 +24,11 @@ next, in the model-friendly environment of subkit bash. Each line runs to comple
 --yield (default 10s) has passed while it still runs; a line starting with "> " is typed, without
 the "> ", into the program in the foreground (a REPL, a prompt) instead of run as a command.
 Empty lines are skipped. When FILE is done the session is closed, with everything it started.
+--sandbox confines the shell and everything it starts (Linux), as for subkit bash.
 
 With --json it prints one JSON object:
-  {"steps":[{"command","state","exit_code","cwd","output","foreground","notes"}],"exit_code"}
+  {"steps":[{"command","state","exit_code","cwd","output","foreground","notes"}],"exit_code",
+   "cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
 state is "completed" (exit_code is the command's status), "running" (still running at the
 yield; foreground names the foreground program; exit_code null), "exited" (the shell ended;
 exit_code is its status, null when a signal ended it), "syntax_error" (refused by bash -n,
@@ -53,6 +56,8 @@ type shellOutput struct {
 	Steps     []shellStep `json:"steps"`
 	ExitCode  *int        `json:"exit_code"`
 	Cancelled bool        `json:"cancelled"` // interrupted: the session was closed
+	// Sandbox is how the shell was confined (--sandbox), absent otherwise.
+	Sandbox *sandboxOutput `json:"sandbox,omitempty"`
 }
 
 // cmdShell is `subkit shell`.
@@ -63,12 +68,18 @@ func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		yield  = fs.Duration("yield", 10*time.Second, "how long each line may run before the next one")
 		asJSON = fs.Bool("json", false, "print one JSON object")
 	)
+	var sb sandboxFlags
+	sb.register(fs)
 	fail := func(kind string, code int, err error) int {
 		return reportError(stdout, stderr, *asJSON, "shell", kind, code, err)
 	}
 	if help, err := parseFlags(fs, args, shellUsage, stdout); help {
 		return 0
 	} else if err != nil {
+		return fail("invalid", exitUsage, err)
+	}
+	policy, err := sb.policy(fs)
+	if err != nil {
 		return fail("invalid", exitUsage, err)
 	}
 	switch {
@@ -84,7 +95,9 @@ func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail("invalid", exitUsage, fmt.Errorf("--script: %w", err))
 	}
 
-	svc, err := subprocess.New(serviceConfig())
+	cfg := serviceConfig()
+	cfg.Sandbox = policy
+	svc, err := subprocess.New(cfg)
 	if err != nil {
 		kind, code := startFailure(err)
 		return fail(kind, code, err)
@@ -100,6 +113,7 @@ func cmdShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(kind, code, err)
 	}
 	out, interrupted := runShellScript(ctx, s, lines, *yield)
+	out.Sandbox = sandboxJSON(s.Sandbox())
 	if err := s.Close(); err != nil {
 		fmt.Fprintf(stderr, "subkit: %v\n", err)
 	}
