@@ -178,7 +178,9 @@ func newWorld(t *testing.T) world {
 // program a private /tmp, where the test's files outside the writable roots would not be seen.
 func testRoot(t *testing.T) string {
 	t.Helper()
-	base, err := filepath.Abs(filepath.Join("..", ".build", "test-roots"))
+	cache, err := os.UserCacheDir() // not the checkout, which may itself lie in /tmp
+	require.NoError(t, err)
+	base := filepath.Join(cache, "subkit-test-roots")
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(base, 0o755))
 	root, err := os.MkdirTemp(base, "sandbox-")

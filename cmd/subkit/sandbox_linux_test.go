@@ -18,7 +18,9 @@ import (
 // sandbox replaces by a private one (a write there would not be refused but vanish).
 func outsideDir(t *testing.T) string {
 	t.Helper()
-	base, err := filepath.Abs(filepath.Join("..", "..", ".build", "test-roots"))
+	cache, err := os.UserCacheDir() // not the checkout, which may itself lie in /tmp
+	require.NoError(t, err)
+	base := filepath.Join(cache, "subkit-test-roots")
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(base, 0o755))
 	d, err := os.MkdirTemp(base, "outside-")
