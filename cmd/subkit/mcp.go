@@ -48,11 +48,11 @@ at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and o
 Each client (an MCP session: the connection over stdio, an Mcp-Session-Id over HTTP) has a world
 of its own: its shells, code sessions, background processes and language servers, under random
 ids that mean nothing to another client, and limits of its own (maxBackground, 64, background
-processes running, 64 shells, 16 code sessions; all clients together four times that). A client that leaves ends
-everything it started: at the end of stdin (or when stdout breaks) the calls in flight are
-cancelled, the answers still owed are written for at most a second, and the server exits; over
-HTTP a DELETE is answered at once and ends the session's processes within the grace, and so does
---session-idle without a request.
+processes running, 64 shells, 16 code sessions; all clients together four times that). A client
+that leaves ends everything it started: at the end of stdin (or when stdout breaks) the calls in
+flight are cancelled, the answers still owed are written for at most a second, and the server
+exits; over HTTP a DELETE is answered at once and ends the session's processes within the grace,
+and so does --session-idle without a request.
 
 --http needs a credential: every request carries "Authorization: Bearer TOKEN", the token of
 --token-file (a file only its owner may read), else of SUBKIT_MCP_TOKEN, else a new one the server
@@ -116,7 +116,7 @@ type mcpServer struct {
 	worlds   map[*mcp.ServerSession]*mcpWorld
 	reserved map[string]int // places admit reserved under a ceiling, by what
 	failed   []error        // worlds ended before shutdown that could not end everything
-	tasks    sync.WaitGroup // watchers of sessions, worlds ending
+	tasks    sync.WaitGroup // watchers of sessions, sessions closing
 }
 
 // cmdMcp is `subkit mcp`.

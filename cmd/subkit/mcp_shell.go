@@ -142,7 +142,7 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 			"environment of the bash tool, whose cwd, variables, functions and activated virtualenvs stay from one command to " +
 			"the next. Returns its id. At most 64 are open; one more closes the least recently used.",
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, shellInfoOut, error) {
-		if open := w.shells.List(); len(open) < shell.DefaultMaxSessions { // at its limit a client's Open prunes one of its own
+		if len(w.shells.List()) < shell.DefaultMaxSessions { // at its limit a client's Open prunes one of its own
 			release, err := s.admit("shell sessions open", ceiling, func(x *mcpWorld) int { return len(x.shells.List()) })
 			if err != nil {
 				return "", shellInfoOut{}, err

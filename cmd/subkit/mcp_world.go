@@ -144,10 +144,10 @@ func (w *mcpWorld) leave() {
 		w.closing = true
 		w.mu.Unlock()
 		w.stopLife()
-		w.s.tasks.Go(func() {
+		go func() { // awaited by end, which shutdown or the session's watcher calls
 			w.endErr = w.close()
 			close(w.ended)
-		})
+		}()
 	})
 }
 
