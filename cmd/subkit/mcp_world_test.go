@@ -204,3 +204,24 @@ func TestMcpIdleSessionExpires(t *testing.T) {
 	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true"}})
 	assert.Error(t, err, "the expired session is gone")
 }
+
+// Language servers and their documents are a client's own: a file a first client has sent
+// twice (version 2) is new to a second client's server (version 1).
+func TestMcpLspDocumentsPerClient(t *testing.T) {
+	fake := lspFake(t)
+	root := t.TempDir()
+	notes := filepath.Join(root, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("an ERROR here\n"), 0o644))
+	h := mcpHTTPStart(t, "", "--lsp", ".txt="+fake)
+	a, b := h.session(t).conn(), h.session(t).conn()
+	var out lspDiagnosticsOut
+	a.callOK(t, "lsp_diagnostics", map[string]any{"files": []any{"notes.txt"}, "root": root}, &out)
+	assert.Equal(t, 1, out.Files[0].Version)
+	require.NoError(t, os.WriteFile(notes, []byte("fine now\n"), 0o644))
+	a.callOK(t, "lsp_diagnostics", map[string]any{"files": []any{"notes.txt"}, "root": root}, &out)
+	assert.Equal(t, 2, out.Files[0].Version)
+	b.callOK(t, "lsp_diagnostics", map[string]any{"files": []any{"notes.txt"}, "root": root}, &out)
+	assert.Equal(t, 1, out.Files[0].Version, "b's server has not seen a's document")
+	assert.True(t, out.Files[0].Complete)
+	assert.Empty(t, out.Files[0].Diagnostics)
+}
