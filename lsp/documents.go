@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -208,8 +207,10 @@ func (c *Client) commitOpen(doc TextDocumentItem) {
 	c.docMu.Unlock()
 }
 
-// OpenFile reads the file at path (relative paths are taken against the workspace root),
-// opens it as Open does with the language id LanguageID gives, and returns its URI.
+// OpenFile reads the file at path (relative paths are taken against the workspace root) with
+// ReadDocument, at most Config.MaxFrameBytes of it, opens it as Open does with the language id
+// LanguageID gives, and returns its URI. A path that is not a regular file (a symbolic link, a
+// FIFO) fails with ErrNotRegular.
 func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
 	if err := c.usable(ctx, "open"); err != nil {
 		return "", err
@@ -217,7 +218,7 @@ func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(c.cfg.Root, path)
 	}
-	text, err := os.ReadFile(path)
+	text, err := ReadDocument(path, c.cfg.MaxFrameBytes)
 	if err != nil {
 		return "", fmt.Errorf("lsp: open %s: %w", path, err)
 	}

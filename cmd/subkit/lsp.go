@@ -239,7 +239,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if d, ok := c.Document(uri); ok {
 			return uri, d.Version, nil
 		}
-		text, err := os.ReadFile(path)
+		text, err := lsp.ReadDocument(path, 0) // a regular file only: no link, no FIFO
 		if err != nil {
 			return "", 0, err
 		}
@@ -448,7 +448,7 @@ func printLspDiagnostic(w io.Writer, uri string, d lsp.Diagnostic, texts map[str
 	file := lspFile(uri)
 	text, ok := texts[uri]
 	if !ok {
-		text, _ = os.ReadFile(file)
+		text, _ = lsp.ReadDocument(file, 0) // a file the server named: a regular file only
 	}
 	col, err := lsp.CharacterColumn(text, d.Range.Start, enc)
 	if err != nil {
