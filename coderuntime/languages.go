@@ -174,7 +174,7 @@ _subkit_main(_SUBKIT_CODE, _SUBKIT_ERROR)
 // {name, value, traceback} to the report through the descriptor it opened, prints the error to
 // stderr as node does (the source line and a caret, the stack, the node version) with the
 // paths of the work directory relative, and exits 1, as node does. node's internal frames are
-// cut from the stack of the error file.
+// cut from the stack of the report.
 const nodePrelude = `(function subkitPrelude() {
   const fs = require('fs');
   const path = require('path');
