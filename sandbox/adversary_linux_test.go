@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
@@ -121,9 +120,14 @@ func TestAdversaryHostSockets(t *testing.T) {
 	agentSock := filepath.Join(agentDir, "agent.sock")
 	if agent, err := exec.LookPath("ssh-agent"); err == nil {
 		cmd := exec.Command(agent, "-D", "-a", agentSock)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		require.Eventually(t, func() bool { _, err := os.Stat(agentSock); return err == nil }, time.Minute, 10*time.Millisecond)
+		// It prints its SSH_AUTH_SOCK line once the socket listens.
+		line, err := bufio.NewReader(out).ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, line, agentSock)
 	} else {
 		listen(t, agentSock)
 	}

@@ -11,11 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forwarded are the signals the init passes on to every process of its namespaces: those the
-// kit and a terminal send to end or interrupt a tree. (A pid namespace's init gets no signal
-// it has no handler for, so the program, which is never the init, gets them from it.)
-var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM}
-
 // runInit is the helper as the init of the namespaces the process was started in: it builds
 // the program's view of the file system, starts the helper again (stageConfine), which
 // confines itself and execs the program, in a new session (or, with a terminal, as its
@@ -42,8 +37,11 @@ func runInit(pl *plan) int {
 	if pl.Terminal {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
+	// Besides SIGCHLD, the signals passed on to every process of the namespace: those the kit
+	// and a terminal send to end or interrupt a tree. (A pid namespace's init gets no signal
+	// it has no handler for, so the program, which is never the init, gets them from it.)
 	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, append([]os.Signal{unix.SIGCHLD}, forwarded...)...)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM)
 	if err := cmd.Start(); err != nil {
 		return fail("starting the program", err)
 	}

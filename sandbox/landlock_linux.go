@@ -180,7 +180,7 @@ func namespaceRules(cfg landlockHandled, writable, private, absent []string) []l
 	w := &ruleWalk{handled: cfg.fs}
 	var holes []hole
 	for _, a := range absent {
-		if !slices.ContainsFunc(writable, func(root string) bool { return a == root || within(a, root) }) {
+		if !beneathAny(a, writable) {
 			holes = append(holes, hole{path: a, kind: hiddenFile})
 		}
 	}

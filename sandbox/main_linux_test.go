@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/subkit/subkit/internal/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -155,7 +156,7 @@ const (
 
 func newWorld(t *testing.T) world {
 	t.Helper()
-	root := testRoot(t)
+	root := testutil.DirOutsideTmp(t, "sandbox-")
 	w := world{root: root, work: filepath.Join(root, "work"), tmp: filepath.Join(root, "tmp"),
 		home: filepath.Join(root, "home"), outside: filepath.Join(root, "outside")}
 	for _, d := range []string{w.work, w.tmp, w.home, w.outside, filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".config", "gcloud")} {
@@ -172,21 +173,6 @@ func newWorld(t *testing.T) world {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.outside, "file"), []byte("outside\n"), 0o644))
 	return w
-}
-
-// testRoot is a new directory for one test, outside /tmp: the namespaced backends give the
-// program a private /tmp, where the test's files outside the writable roots would not be seen.
-func testRoot(t *testing.T) string {
-	t.Helper()
-	cache, err := os.UserCacheDir() // not the checkout, which may itself lie in /tmp
-	require.NoError(t, err)
-	base := filepath.Join(cache, "subkit-test-roots")
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(base, 0o755))
-	root, err := os.MkdirTemp(base, "sandbox-")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, os.RemoveAll(root)) })
-	return root
 }
 
 // program is prog run in w.

@@ -57,7 +57,7 @@ func mountPlan(r *resolved, keep ...string) []mountOp {
 	var ops []mountOp
 	var covered []string
 	cover := func(dir string, size int64, mode uint32) {
-		if dir == "" || !filepath.IsAbs(dir) || !isRealDir(dir) || slices.ContainsFunc(covered, func(c string) bool { return c == dir || within(dir, c) }) {
+		if dir == "" || !filepath.IsAbs(dir) || !isRealDir(dir) || beneathAny(dir, covered) {
 			return
 		}
 		covered = append(covered, dir)
@@ -69,25 +69,25 @@ func mountPlan(r *resolved, keep ...string) []mountOp {
 	cover(envValue(r.prog.Env, "XDG_RUNTIME_DIR"), privateRunSize, 0o700)
 	ops = append(ops, mountOp{Kind: mountDev, Dst: "/dev"}, mountOp{Kind: mountProc, Dst: "/proc"})
 
-	isCovered := func(p string) bool {
-		return slices.ContainsFunc(covered, func(c string) bool { return within(p, c) })
-	}
-	var binds []mountOp
-	keepOne := func(p string) {
-		if fi, err := os.Stat(p); err == nil && isCovered(p) {
-			binds = append(binds, mountOp{Kind: mountROBind, Src: p, Dst: p, Dir: fi.IsDir(), Opt: true})
-		}
-	}
-	for _, p := range append(append(keep, r.prog.Path), r.prog.Readable...) {
-		if !slices.ContainsFunc(binds, func(op mountOp) bool { return op.Dst == p }) {
-			keepOne(p)
-		}
-	}
-	if !slices.ContainsFunc(r.writable, func(w string) bool { return w == r.prog.Dir || within(r.prog.Dir, w) }) {
-		keepOne(r.prog.Dir)
+	// What the program needs of a covered place, kept read-only: the program, its
+	// directory, the resolver's configuration (often a link into /run), and keep.
+	keep = append(slices.Clip(keep), r.prog.Path)
+	keep = append(keep, r.prog.Readable...)
+	if !r.inWritable(r.prog.Dir) {
+		keep = append(keep, r.prog.Dir)
 	}
 	if conf, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
-		keepOne(conf)
+		keep = append(keep, conf)
+	}
+	var binds []mountOp
+	for _, p := range keep {
+		if !slices.ContainsFunc(covered, func(c string) bool { return within(p, c) }) ||
+			slices.ContainsFunc(binds, func(op mountOp) bool { return op.Dst == p }) {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil {
+			binds = append(binds, mountOp{Kind: mountROBind, Src: p, Dst: p, Dir: fi.IsDir(), Opt: true})
+		}
 	}
 	for _, s := range r.sockets {
 		binds = append(binds, mountOp{Kind: mountROBind, Src: s, Dst: s})

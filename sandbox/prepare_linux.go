@@ -69,14 +69,8 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 		}
 		argv = []string{s.helper}
 		cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
-		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
 		if r.networkOff {
 			cloneflags |= unix.CLONE_NEWNET
-			rep.Namespaces = append(rep.Namespaces, "net")
-			rep.Network = "off by seccomp and namespace"
-			if !info.seccomp {
-				rep.Network = "off by namespace"
-			}
 		}
 	case Landlock:
 		pl.ABI, pl.Writable, pl.Hidden = info.abi, r.writable, r.hidden
@@ -99,6 +93,10 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	case Bubblewrap:
 		pl.Route, pl.ABI, pl.Writable, pl.Mounts, pl.Absent = routeBwrap, info.abi, r.writable, mountPlan(r, s.helper), r.absent
 		argv = append(bwrapArgs(info.bwrap, r, pl.Mounts), "--", s.helper)
+	default:
+		return nil, invalid("prepare", "Policy.Backend", "unknown backend %q", info.backend)
+	}
+	if len(pl.Mounts) > 0 { // the namespaced backends: Namespaces, Bubblewrap
 		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
 		if r.networkOff {
 			rep.Namespaces = append(rep.Namespaces, "net")
@@ -107,8 +105,6 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 				rep.Network = "off by namespace"
 			}
 		}
-	default:
-		return nil, invalid("prepare", "Policy.Backend", "unknown backend %q", info.backend)
 	}
 	argv = append(argv, r.prog.Args...)
 	rep.Unenforced, rep.Notes = limitsOf(info, r)
@@ -149,14 +145,11 @@ func programEnv(r *resolved) []string {
 	}
 	env = append(env, "TMPDIR="+r.prog.TempDir)
 	cache := filepath.Join(r.prog.TempDir, ".cache")
-	writable := func(p string) bool {
-		return filepath.IsAbs(p) && slices.ContainsFunc(r.writable, func(w string) bool { return p == w || within(p, w) })
-	}
 	for _, c := range []struct{ name, dir string }{
 		{"XDG_CACHE_HOME", cache}, {"GOCACHE", filepath.Join(cache, "go-build")},
 		{"npm_config_cache", filepath.Join(cache, "npm")}, {"PIP_CACHE_DIR", filepath.Join(cache, "pip")},
 	} {
-		if !writable(envValue(env, c.name)) {
+		if v := envValue(env, c.name); !filepath.IsAbs(v) || !r.inWritable(v) {
 			env = append(env, c.name+"="+c.dir)
 		}
 	}

@@ -216,14 +216,12 @@ func (pr *prober) run(ctx context.Context, info backendInfo) (backendInfo, error
 	cmd := exec.CommandContext(ctx, l.Path)
 	cmd.Args, cmd.Env, cmd.Dir = l.Args, l.Env, w
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	SetNamespaces(cmd.SysProcAttr, l.Cloneflags)
+	cmd.SysProcAttr = l.SysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 	if _, err := os.Lstat(checks.Outside); !errors.Is(err, fs.ErrNotExist) {
-		os.Remove(checks.Outside)
-		return info, fmt.Errorf("the probe wrote outside its writable roots (%s)", checks.Outside)
+		return info, errors.Join(fmt.Errorf("the probe wrote outside its writable roots (%s)", checks.Outside), os.Remove(checks.Outside))
 	}
 	if runErr != nil {
 		msg := strings.TrimSpace(stderr.String())

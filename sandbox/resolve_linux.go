@@ -59,31 +59,16 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		writable = append(slices.Clip(writable), prog.TempDir)
 	}
 	for i, w := range writable {
-		name := fmt.Sprintf("Policy.Writable[%d]", i)
-		abs, err := expand(w, prog, name)
+		real, err := resolveExisting(fmt.Sprintf("Policy.Writable[%d]", i), w, prog)
 		if err != nil {
 			return nil, err
-		}
-		real, err := filepath.EvalSymlinks(abs)
-		if err != nil {
-			return nil, pathError(name, abs, err)
 		}
 		if !slices.Contains(r.writable, real) {
 			r.writable = append(r.writable, real)
 		}
 	}
 
-	type entry struct{ name, path string }
-	var hidden []entry
-	if !p.NoDefaultHidden {
-		for i, h := range DefaultHidden() {
-			hidden = append(hidden, entry{fmt.Sprintf("DefaultHidden()[%d]", i), h})
-		}
-	}
-	for i, h := range p.Hidden {
-		hidden = append(hidden, entry{fmt.Sprintf("Policy.Hidden[%d]", i), h})
-	}
-	for _, e := range hidden {
+	for _, e := range withDefaults(!p.NoDefaultHidden, DefaultHidden, "DefaultHidden()", p.Hidden, "Policy.Hidden") {
 		name, h := e.name, e.path
 		abs, err := expand(h, prog, name)
 		if err != nil {
@@ -116,13 +101,9 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 
 	for i, s := range p.AllowUnixSockets {
 		name := fmt.Sprintf("Policy.AllowUnixSockets[%d]", i)
-		abs, err := expand(s, prog, name)
+		real, err := resolveExisting(name, s, prog)
 		if err != nil {
 			return nil, err
-		}
-		real, err := filepath.EvalSymlinks(abs)
-		if err != nil {
-			return nil, pathError(name, abs, err)
 		}
 		if fi, err := os.Stat(real); err != nil || fi.Mode().Type() != fs.ModeSocket {
 			return nil, invalid(op, name, "%s is not a Unix socket", real)
@@ -130,19 +111,52 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		r.sockets = append(r.sockets, real)
 	}
 
-	if !p.NoDefaultProtected {
-		for i, pp := range DefaultProtected() {
-			if err := r.protect(fmt.Sprintf("DefaultProtected()[%d]", i), pp); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for i, pp := range p.Protected {
-		if err := r.protect(fmt.Sprintf("Policy.Protected[%d]", i), pp); err != nil {
+	for _, e := range withDefaults(!p.NoDefaultProtected, DefaultProtected, "DefaultProtected()", p.Protected, "Policy.Protected") {
+		if err := r.protect(e.name, e.path); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// namedPath is one path of a Policy list, with the name its errors give it.
+type namedPath struct{ name, path string }
+
+// withDefaults is the defaults' list (when used) followed by the Policy's own, each entry
+// named by its list and index.
+func withDefaults(useDefaults bool, defaults func() []string, defaultsName string, own []string, ownName string) []namedPath {
+	var out []namedPath
+	if useDefaults {
+		for i, p := range defaults() {
+			out = append(out, namedPath{fmt.Sprintf("%s[%d]", defaultsName, i), p})
+		}
+	}
+	for i, p := range own {
+		out = append(out, namedPath{fmt.Sprintf("%s[%d]", ownName, i), p})
+	}
+	return out
+}
+
+// resolveExisting expands the Policy path p (see expand) and resolves its symbolic links; it
+// must exist.
+func resolveExisting(name, p string, prog Program) (string, error) {
+	abs, err := expand(p, prog, name)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", pathError(name, abs, err)
+	}
+	return real, nil
+}
+
+// inWritable reports whether p is a writable root or lies beneath one.
+func (r *resolved) inWritable(p string) bool { return beneathAny(p, r.writable) }
+
+// beneathAny reports whether p is one of roots or lies beneath one.
+func beneathAny(p string, roots []string) bool {
+	return slices.ContainsFunc(roots, func(root string) bool { return p == root || within(p, root) })
 }
 
 // protect adds the protected path p: in each writable root when relative, else as it is. A

@@ -22,7 +22,7 @@ import (
 // --sandbox confines what every tool starts: a command writes only in the writable roots,
 // and the result says which backend enforced.
 func TestMcpSandbox(t *testing.T) {
-	dir, outside := t.TempDir(), outsideDir(t)
+	dir, outside := t.TempDir(), testutil.DirOutsideTmp(t, "outside-")
 	c := mcpStart(t, "inprocess", "--sandbox", "--writable", dir)
 	var out bashOut
 	c.callOK(t, "bash", map[string]any{"command": "touch " + dir + "/ok; touch " + outside + "/x-outside"}, &out)

@@ -11,30 +11,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/subkit/subkit/internal/testutil"
 )
-
-// subkit bash --sandbox writes only where it may, and says which backend enforced.
-// outsideDir is a directory outside the writable roots and outside /tmp, which a namespaced
-// sandbox replaces by a private one (a write there would not be refused but vanish).
-func outsideDir(t *testing.T) string {
-	t.Helper()
-	cache, err := os.UserCacheDir() // not the checkout, which may itself lie in /tmp
-	require.NoError(t, err)
-	base := filepath.Join(cache, "subkit-test-roots")
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(base, 0o755))
-	d, err := os.MkdirTemp(base, "outside-")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, os.RemoveAll(d)) })
-	return d
-}
 
 // refusedWrite reports whether a Python error name is that of a refused write: EACCES under
 // Landlock, EROFS in a mount namespace.
 func refusedWrite(name string) bool { return name == "PermissionError" || name == "OSError" }
 
+// subkit bash --sandbox writes only where it may, and says which backend enforced.
 func TestBashSandboxJSON(t *testing.T) {
-	dir, outside := t.TempDir(), outsideDir(t)
+	dir, outside := t.TempDir(), testutil.DirOutsideTmp(t, "outside-")
 	code, out, _ := cli(t, "", "bash", "--sandbox", "--writable", dir, "--json",
 		"touch "+dir+"/ok; touch "+outside+"/x-outside")
 	require.Equal(t, 0, code, out)
@@ -73,7 +59,7 @@ func TestBashSandboxJSON(t *testing.T) {
 // hidden by default (~/.ssh stays hidden in a home that is otherwise readable);
 // --no-default-hidden leaves them readable.
 func TestShellAndCodeSandboxJSON(t *testing.T) {
-	dir, outside, home := t.TempDir(), outsideDir(t), outsideDir(t)
+	dir, outside, home := t.TempDir(), testutil.DirOutsideTmp(t, "outside-"), testutil.DirOutsideTmp(t, "outside-")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_x"), []byte("SECRET-KEY-MARK\n"), 0o600))
 	extra := filepath.Join(home, "extra-secret")

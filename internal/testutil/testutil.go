@@ -77,3 +77,34 @@ func EmptyDir(t testing.TB, dir string) {
 		}
 	})
 }
+
+// DirOutsideTmp makes a new directory, removed when the test ends, outside /tmp, /var/tmp,
+// /run and /dev/shm: in the user's cache directory (not the checkout, which may itself lie in
+// /tmp). A namespaced sandbox replaces those by private ones, where a test's files outside the
+// writable roots would not be seen at all (nor a write there refused: it would vanish).
+func DirOutsideTmp(t testing.TB, prefix string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("a directory outside /tmp: %v", err)
+	}
+	base := filepath.Join(cache, "subkit-test-roots")
+	for _, private := range []string{"/tmp", "/var/tmp", "/run", "/dev/shm"} {
+		if strings.HasPrefix(base+"/", private+"/") {
+			t.Fatalf("the user's cache directory %s lies in %s, which a sandbox makes private: set XDG_CACHE_HOME elsewhere", cache, private)
+		}
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
