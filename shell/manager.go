@@ -32,9 +32,14 @@ type ManagerConfig struct {
 	// ProtectRecent is how many of the most recently used sessions pruning never takes;
 	// default DefaultProtectRecent (8). It must be below MaxSessions.
 	ProtectRecent int
+	// NewID makes the id of each new session; it must not give one twice. nil means counters:
+	// "1", "2", ... A Manager whose ids reach callers that must not guess each other's (the
+	// clients of a server) gives random ones.
+	NewID func() string
 }
 
-// Manager keeps shell sessions by id ("1", "2", ...), for a tool that hands ids to a model.
+// Manager keeps shell sessions by id ("1", "2", ..., or ManagerConfig.NewID's), for a tool
+// that hands ids to a model.
 // It is safe for concurrent use.
 type Manager struct {
 	cfg    ManagerConfig
@@ -118,6 +123,9 @@ func (m *Manager) Open(ctx context.Context) (*Session, error) {
 	}
 	m.next++
 	id := strconv.Itoa(m.next)
+	if m.cfg.NewID != nil {
+		id = m.cfg.NewID()
+	}
 	m.opening++
 	m.closing.Add(1)
 	m.mu.Unlock()

@@ -217,3 +217,21 @@ func ptys(t *testing.T) int {
 	}
 	return n
 }
+
+// NewID names the sessions: Get, List and CloseSession take its ids, and a counter's do not
+// resolve.
+func TestShellManagerNewID(t *testing.T) {
+	n := 0
+	m := newManager(t, ManagerConfig{NewID: func() string { n++; return fmt.Sprintf("x-%d", n) }})
+	s, err := m.Open(ctxT(t, time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "x-1", s.ID())
+	got, err := m.Get("x-1")
+	require.NoError(t, err)
+	assert.Same(t, s, got)
+	assert.Equal(t, "x-1", m.List()[0].ID)
+	_, err = m.Get("1")
+	assert.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, m.CloseSession("x-1"))
+	assert.Empty(t, m.List())
+}

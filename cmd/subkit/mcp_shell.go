@@ -153,8 +153,7 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 		if err != nil {
 			return "", shellInfoOut{}, shellError("", err)
 		}
-		w.sids.keep(w.shells.List())
-		info := shellInfoOf(w.sids.add(sess.ID()), sess.Info())
+		info := shellInfoOf(sess.ID(), sess.Info())
 		return fmt.Sprintf("[opened shell session %s (pid %d) in %s; run commands with shell_run {\"id\":%q,\"command\":...}]\n",
 			info.ID, info.Pid, info.Cwd, info.ID), info, nil
 	})
@@ -193,10 +192,9 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 		Description: "Closes a shell session: the shell and everything it started (jobs, nohup and setsid children) are ended.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in shellIDIn) (string, shellCloseOut, error) {
-		if err := w.shells.CloseSession(w.sids.manager(in.ID)); err != nil {
+		if err := w.shells.CloseSession(in.ID); err != nil {
 			return "", shellCloseOut{}, shellError(in.ID, err)
 		}
-		w.sids.keep(w.shells.List())
 		return fmt.Sprintf("[closed shell session %s and everything it started]\n", in.ID), shellCloseOut{ID: in.ID, Closed: true}, nil
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_list", Title: "List shell sessions",
@@ -206,11 +204,7 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 		out := shellListOut{Sessions: []shellInfoOut{}}
 		var b strings.Builder
 		for _, in := range w.shells.List() {
-			id := w.sids.public(in.ID)
-			if id == "" {
-				continue // opened by a call not finished yet
-			}
-			info := shellInfoOf(id, in)
+			info := shellInfoOf(in.ID, in)
 			out.Sessions = append(out.Sessions, info)
 			fmt.Fprintf(&b, "session %s (pid %d): %s, cwd %s, last command %q\n", info.ID, info.Pid, info.State, info.Cwd, info.Command)
 		}
@@ -238,7 +232,7 @@ func (w *mcpWorld) shellStep(ctx context.Context, req *mcp.CallToolRequest, id s
 	if err != nil {
 		return "", shellStepOut{}, fmt.Errorf("[request refused: %v]", err)
 	}
-	sess, err := w.shells.Get(w.sids.manager(id))
+	sess, err := w.shells.Get(id)
 	if err != nil {
 		return "", shellStepOut{}, shellError(id, err)
 	}

@@ -31,7 +31,6 @@ type mcpWorld struct {
 	s      *mcpServer
 	exec   *bash.Executor
 	shells *shell.Manager
-	sids   shellIDs
 	pool   *lsp.Pool
 	bg     bgTable
 	cells  codeSessions
@@ -53,7 +52,8 @@ func newWorld(s *mcpServer) (*mcpWorld, error) {
 	if w.exec, err = bash.New(s.execCfg); err != nil {
 		return nil, err
 	}
-	if w.shells, err = shell.NewManager(shell.ManagerConfig{Session: shell.Config{Service: s.svc, Dir: s.cwd, Logger: s.log}}); err != nil {
+	if w.shells, err = shell.NewManager(shell.ManagerConfig{Session: shell.Config{Service: s.svc, Dir: s.cwd, Logger: s.log},
+		NewID: func() string { return mcpNewID("sh-") }}); err != nil {
 		return nil, errors.Join(err, w.exec.Close())
 	}
 	if w.pool, err = lsp.NewPool(s.svc, lsp.PoolConfig{Logger: s.log}); err != nil {
@@ -196,53 +196,4 @@ func (s *mcpServer) admit(what string, ceiling int, count func(*mcpWorld) int) (
 // mcpNewID is a fresh id no client can guess: prefix and 80 random bits.
 func mcpNewID(prefix string) string {
 	return prefix + strings.ToLower(rand.Text()[:16])
-}
-
-// shellIDs maps the ids a client is given for its shell sessions (random) to its Manager's
-// (counters) and back.
-type shellIDs struct {
-	mu      sync.Mutex
-	toMgr   map[string]string
-	fromMgr map[string]string
-}
-
-func (m *shellIDs) add(mgr string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.toMgr == nil {
-		m.toMgr, m.fromMgr = map[string]string{}, map[string]string{}
-	}
-	id := mcpNewID("sh-")
-	m.toMgr[id], m.fromMgr[mgr] = mgr, id
-	return id
-}
-
-// manager is the Manager's id for id, or "" (which no session has).
-func (m *shellIDs) manager(id string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.toMgr[id]
-}
-
-// public is the client's id for the Manager's, or "".
-func (m *shellIDs) public(mgr string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.fromMgr[mgr]
-}
-
-// keep forgets the ids of sessions that are no longer open (closed or pruned).
-func (m *shellIDs) keep(open []shell.Info) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	live := map[string]bool{}
-	for _, in := range open {
-		live[in.ID] = true
-	}
-	for mgr, id := range m.fromMgr {
-		if !live[mgr] {
-			delete(m.fromMgr, mgr)
-			delete(m.toMgr, id)
-		}
-	}
 }
