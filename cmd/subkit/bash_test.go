@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/subkit/subkit/internal/testutil"
 )
 
 // bashCLI runs `subkit bash ARGS` in-process with a marked environment and a private temp dir.
@@ -22,11 +20,7 @@ import (
 // published spill files by design (the retention sweep removes them later).
 func bashCLI(t *testing.T, ctx context.Context, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	_, tmp := leakChecked(t)
 	t.Cleanup(func() {
 		ents, _ := os.ReadDir(tmp)
 		for _, e := range ents {

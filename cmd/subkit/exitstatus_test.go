@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/subkit/subkit/internal/testutil"
 )
 
 // Every row of the one exit-status table, for every command it applies to, in text mode and
@@ -74,10 +72,7 @@ func TestExitStatusTable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mark := testutil.Mark()
-			testutil.NoLeaks(t, mark)
-			t.Setenv(testutil.MarkVar, mark)
-			t.Setenv("TMPDIR", t.TempDir())
+			leakChecked(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if c.interrupt {

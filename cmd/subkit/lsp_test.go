@@ -23,10 +23,7 @@ import (
 // leak check finds any server process left behind.
 func lspCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
+	mark, _ := leakChecked(t)
 	var out, errb bytes.Buffer
 	require.Equal(t, "lsp", args[0], "args start with the command, as on the command line")
 	code = cmdLsp(context.Background(), args[1:], &out, &errb)

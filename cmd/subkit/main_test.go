@@ -31,11 +31,7 @@ const asCLIVar = "SUBKIT_TEST_AS_CLI"
 // cli runs the CLI in-process with a marked environment and a private temp dir.
 func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	leakChecked(t)
 	var out, errb bytes.Buffer
 	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
@@ -173,4 +169,17 @@ func TestUsage(t *testing.T) {
 	code, out, _ := cli(t, "", "exec", "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "--timeout")
+}
+
+// leakChecked gives the test a mark for the processes it starts and checks at its end that
+// none of them, nor a descriptor, is left; it points TMPDIR at a temp dir of the test's own,
+// which it returns.
+func leakChecked(t *testing.T) (mark, tmp string) {
+	t.Helper()
+	mark = testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	t.Setenv(testutil.MarkVar, mark)
+	tmp = t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	return mark, tmp
 }

@@ -33,10 +33,7 @@ type mcpHTTP struct {
 // At cleanup the server is interrupted and must exit with 130 and a quiet stderr.
 func mcpHTTPStart(t *testing.T, token string, args ...string) *mcpHTTP {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
+	leakChecked(t)
 	h := &mcpHTTP{stderr: &syncBuffer{}, done: make(chan int, 1), token: token}
 	if token != "-" {
 		if h.token == "" {

@@ -37,10 +37,7 @@ type rawMcp struct {
 // rawMcpStart starts `subkit mcp ARGS...` in mode (see mcpModes) with a leak check.
 func rawMcpStart(t *testing.T, mode string, args ...string) *rawMcp {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
+	mark, _ := leakChecked(t)
 	c := &rawMcp{msgs: make(chan any, 100), stderr: &syncBuffer{}, mark: mark}
 	var out io.Reader
 	switch mode {

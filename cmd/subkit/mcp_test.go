@@ -74,11 +74,7 @@ func mcpStart(t *testing.T, mode string, args ...string) *mcpConn {
 // latest, which connects with server/discover; "2025-11-25" and earlier with initialize).
 func mcpStartProto(t *testing.T, mode, proto string, args ...string) *mcpConn {
 	t.Helper()
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	leakChecked(t)
 	c := &mcpConn{rpc: &syncBuffer{}, stderr: &syncBuffer{}, progress: make(chan *mcp.ProgressNotificationParams, 100)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -789,10 +785,7 @@ func TestMcpPipedRequests(t *testing.T) {
 
 // An interrupt ends a stdio server too, while its client is still connected: status 130.
 func TestMcpInterrupted(t *testing.T) {
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
+	leakChecked(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fromServer, toClient := io.Pipe()

@@ -16,8 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/subkit/subkit/internal/testutil"
 )
 
 func TestTermScriptJSON(t *testing.T) {
@@ -61,10 +59,7 @@ func TestTermErrors(t *testing.T) {
 
 // The interactive pass-through, driven through a pty standing in for the user's terminal.
 func TestTermInteractive(t *testing.T) {
-	mark := testutil.Mark()
-	testutil.NoLeaks(t, mark)
-	t.Setenv(testutil.MarkVar, mark)
-	t.Setenv("TMPDIR", t.TempDir())
+	leakChecked(t)
 	user, tty, err := pty.Open()
 	require.NoError(t, err)
 	defer user.Close()
