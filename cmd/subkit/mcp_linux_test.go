@@ -92,3 +92,17 @@ func TestMcpKilledServerLeavesNothing(t *testing.T) {
 		return len(roots) == 0
 	}, 10*time.Second, 10*time.Millisecond, "the runtime root is left behind")
 }
+
+// lsp_diagnostics reads only regular files: a symbolic link to a secret and a FIFO that no one
+// writes, put in the workspace by a confined program, are refused, neither read nor waited on.
+func TestMcpLspRefusesLinksAndFIFOs(t *testing.T) {
+	c := mcpStart(t, "inprocess")
+	dir := t.TempDir()
+	link, fifo := filepath.Join(dir, "secret.go"), filepath.Join(dir, "pipe.go")
+	require.NoError(t, os.Symlink("/etc/hostname", link))
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	for _, f := range []string{link, fifo} {
+		text := c.callErr(t, "lsp_diagnostics", map[string]any{"files": []any{f}, "server": []any{"/bin/true"}})
+		assert.Contains(t, text, "not a regular file", f)
+	}
+}

@@ -109,7 +109,7 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
-		text, err := os.ReadFile(p)
+		text, err := lsp.ReadDocument(p, 0) // a regular file only: never a link or FIFO a confined program put there
 		if err != nil {
 			return refuse("files[%d]: %v", i, err)
 		}
