@@ -420,7 +420,10 @@ func TestMcpCodeCancel(t *testing.T) {
 		var reply map[string]any
 		require.Eventually(t, func() bool { reply = cancelledReply(c.rpc.String(), tag); return reply != nil },
 			20*time.Second, 10*time.Millisecond, "no answer to the cancelled %s", name)
-		return reply["result"].(map[string]any)["structuredContent"].(map[string]any)
+		result, _ := reply["result"].(map[string]any)
+		sc, ok := result["structuredContent"].(map[string]any)
+		require.True(t, ok, "the answer to the cancelled %s has structured content: %v", name, reply)
+		return sc
 	}
 	sc := cancelCall("code_run", map[string]any{"language": "bash", "code": "sleep " + tag + " & setsid sleep " + tag + "; wait"},
 		func() bool { return len(testutil.Tagged(tag)) == 2 })
@@ -438,7 +441,8 @@ func TestMcpCodeCancel(t *testing.T) {
 		func() bool { return fileExists(flag) })
 	assert.Equal(t, true, sc["cancelled"])
 	assert.Equal(t, true, sc["interrupted"])
-	assert.Equal(t, "KeyboardInterrupt", sc["error"].(map[string]any)["name"])
+	codeErr, _ := sc["error"].(map[string]any)
+	assert.Equal(t, "KeyboardInterrupt", codeErr["name"], "%v", sc)
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "kept + 1"}, &cell)
 	assert.Equal(t, "2", cell.Results[0].Text, "the session kept its state")
 }
