@@ -123,7 +123,7 @@ func (w *ruleWalk) add(rights uint64, path string) {
 // ancestors: instead of granting read on /, the walk grants it on each sibling of each
 // ancestor of a hidden path (and lists the ancestor only when no hidden directory lies
 // beneath it). See doc.go for what this costs.
-func landlockRules(cfg landlockHandled, writable []string, hidden []hiddenPath) []landlockRule {
+func landlockRules(cfg landlockHandled, writable []string, hidden []pathEntry) []landlockRule {
 	w := &ruleWalk{handled: cfg.fs}
 	holes := []hole{{path: "/dev", kind: devHole}}
 	for _, h := range hidden {

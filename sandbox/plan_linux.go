@@ -32,7 +32,7 @@ type plan struct {
 	Dir        string       `json:"dir"`
 	ABI        int          `json:"abi,omitempty"` // the Landlock ABI the Report assumed: Main refuses a lower one
 	Writable   []string     `json:"writable,omitempty"`
-	Hidden     []hiddenPath `json:"hidden,omitempty"`
+	Hidden     []pathEntry  `json:"hidden,omitempty"`
 	Absent     []string     `json:"absent,omitempty"` // hidden paths missing at the start: Landlock keeps them out should they appear
 	NetworkOff bool         `json:"network_off,omitempty"`
 	Seccomp    bool         `json:"seccomp,omitempty"`
@@ -45,8 +45,9 @@ type plan struct {
 	Stage2     bool         `json:"stage2,omitempty"`   // the probe's second stage: report and exit
 }
 
-// hiddenPath is one hidden path as resolved.
-type hiddenPath struct {
+// pathEntry is one path of a Policy as resolved (a hidden or a protected one), and whether it
+// is a directory.
+type pathEntry struct {
 	Path string `json:"path"`
 	Dir  bool   `json:"dir,omitempty"`
 }

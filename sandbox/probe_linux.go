@@ -195,7 +195,7 @@ func (pr *prober) run(ctx context.Context, info backendInfo) (backendInfo, error
 	r := &resolved{
 		prog:       Program{Path: pr.s.helper, Args: []string{pr.s.helper}, Dir: w, TempDir: filepath.Join(pr.dir, "t")},
 		writable:   []string{w, filepath.Join(pr.dir, "t")},
-		hidden:     []hiddenPath{{Path: filepath.Join(pr.dir, "h"), Dir: true}},
+		hidden:     []pathEntry{{Path: filepath.Join(pr.dir, "h"), Dir: true}},
 		networkOff: true,
 	}
 	// Outside is on the host's / itself: neither a writable root nor beneath a private file

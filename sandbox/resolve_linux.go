@@ -20,11 +20,11 @@ const maxArgLen = 32 * 4096
 // resolved is a Policy and a Program checked and made absolute.
 type resolved struct {
 	prog       Program
-	writable   []string     // resolved writable roots, TempDir included
-	hidden     []hiddenPath // resolved hidden paths that exist
-	absent     []string     // hidden paths that do not exist (yet), as expanded
-	protected  []hiddenPath // resolved protected paths that exist within a writable root
-	sockets    []string     // resolved Unix sockets the program may connect to
+	writable   []string    // resolved writable roots, TempDir included
+	hidden     []pathEntry // resolved hidden paths that exist
+	absent     []string    // hidden paths that do not exist (yet), as expanded
+	protected  []pathEntry // resolved protected paths that exist within a writable root
+	sockets    []string    // resolved Unix sockets the program may connect to
 	networkOff bool
 	limits     Limits
 }
@@ -94,8 +94,8 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		if slices.Contains(r.writable, real) {
 			return nil, invalid(op, name, "%s is also a writable root", real)
 		}
-		if !slices.ContainsFunc(r.hidden, func(x hiddenPath) bool { return x.Path == real }) {
-			r.hidden = append(r.hidden, hiddenPath{Path: real, Dir: fi.IsDir()})
+		if !slices.ContainsFunc(r.hidden, func(x pathEntry) bool { return x.Path == real }) {
+			r.hidden = append(r.hidden, pathEntry{Path: real, Dir: fi.IsDir()})
 		}
 	}
 
@@ -191,8 +191,8 @@ func (r *resolved) protect(name, p string) error {
 		if err != nil || !slices.ContainsFunc(r.writable, func(w string) bool { return within(real, w) }) {
 			continue // outside every writable root: read-only already
 		}
-		if !slices.ContainsFunc(r.protected, func(x hiddenPath) bool { return x.Path == real }) {
-			r.protected = append(r.protected, hiddenPath{Path: real, Dir: fi.IsDir()})
+		if !slices.ContainsFunc(r.protected, func(x pathEntry) bool { return x.Path == real }) {
+			r.protected = append(r.protected, pathEntry{Path: real, Dir: fi.IsDir()})
 		}
 	}
 	return nil
