@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -104,5 +105,55 @@ func TestMcpLspRefusesLinksAndFIFOs(t *testing.T) {
 	for _, f := range []string{link, fifo} {
 		text := c.callErr(t, "lsp_diagnostics", map[string]any{"files": []any{f}, "server": []any{"/bin/true"}})
 		assert.Contains(t, text, "not a regular file", f)
+	}
+}
+
+// code_run under --sandbox: the code replaces the path of its error report with a symbolic
+// link to a hidden file (whose content would pass for a report) or with a FIFO no one writes,
+// then raises. The server reads neither: the call returns, its answer carries nothing of the
+// file, and the exception the code raised is reported.
+func TestMcpCodeRunHostReadsNothing(t *testing.T) {
+	mark := "SECRET-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	secret := filepath.Join(testutil.DirOutsideTmp(t, "secret-"), "report.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{"name": "`+mark+`", "value": "`+mark+`", "traceback": "`+mark+`"}`), 0o600))
+	c := mcpStart(t, "inprocess", "--sandbox", "--hidden", secret)
+	const findReport = "import os, sys\nf = sys._getframe()\n" +
+		"while f is not None and '_SUBKIT_ERROR' not in f.f_globals:\n    f = f.f_back\n" +
+		"report = f.f_globals['_SUBKIT_ERROR']\ntry:\n    os.unlink(report)\nexcept OSError:\n    pass\n"
+	for name, plant := range map[string]string{
+		"symlink": "os.symlink(" + strconv.Quote(secret) + ", report)\n",
+		"fifo":    "os.mkfifo(report)\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "code_run", Arguments: map[string]any{
+					"language": "python3", "code": findReport + plant + "print('planted', flush=True)\nraise RuntimeError('after planting')\n"}})
+				done <- answer{res, err}
+			}()
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(2 * time.Minute): // only a server that opens the planted FIFO hangs
+				t.Fatal("code_run did not return: the server opened what the code planted")
+			}
+			require.NoError(t, a.err)
+			text := mcpText(a.res)
+			b, err := json.Marshal(a.res.StructuredContent)
+			require.NoError(t, err)
+			assert.NotContains(t, text, mark)
+			assert.NotContains(t, string(b), mark)
+			var out codeRunOut
+			require.NoError(t, json.Unmarshal(b, &out))
+			assert.Equal(t, "planted\n", out.Stdout.Tail, text)
+			if assert.NotNil(t, out.Error, "the exception is reported: %s", text) {
+				assert.Equal(t, "RuntimeError", out.Error.Name)
+				assert.Equal(t, "after planting", out.Error.Value)
+			}
+		})
 	}
 }
