@@ -84,6 +84,8 @@ type Client struct {
 
 	terminated atomic.Bool  // the client had to terminate the tree
 	escaped    atomic.Int64 // processes outside the group that Shutdown had to end
+	acked      atomic.Bool  // the server answered shutdown
+	exitSent   atomic.Bool  // exit was handed to the writer: the server may go at any moment
 
 	politeOnce  sync.Once
 	shutdownErr error
@@ -718,6 +720,16 @@ func (c *Client) cutReader() {
 	c.stdout.Close()
 }
 
+// exitWait is how long the server's own process may take to leave once its stdout has ended:
+// Config.ExitTimeout for a server that acknowledged shutdown (it is alive and leaving), else
+// Config.Grace.
+func (c *Client) exitWait() time.Duration {
+	if c.acked.Load() {
+		return max(c.cfg.ExitTimeout, c.cfg.Grace)
+	}
+	return c.cfg.Grace
+}
+
 // supervise waits for the connection to end, decides why, and publishes the verdict.
 func (c *Client) supervise() {
 	defer close(c.done)
@@ -738,7 +750,14 @@ func (c *Client) supervise() {
 	c.mu.Unlock()
 
 	var connErr error
-	if err := c.readErr; err != nil && err != io.EOF && !cut {
+	switch err := c.readErr; {
+	case err == nil || err == io.EOF || cut:
+	case c.exitSent.Load():
+		// After exit the server may leave at any moment, even in the middle of a frame
+		// (gopls does): what it left unfinished on the wire is no failure. Its exit status
+		// and whether it leaves in time say how it ended.
+		c.log.Debug("lsp: output cut short after exit", "err", err)
+	default:
 		connErr = readFailure(c.name, err)
 		c.log.Warn("lsp: connection failed; terminating the server", "err", err)
 		c.failAll(connErr) // at once: the server will not answer any more
@@ -747,7 +766,7 @@ func (c *Client) supervise() {
 	if connErr != nil {
 		c.terminate(context.Background())
 	}
-	t := time.NewTimer(c.cfg.Grace)
+	t := time.NewTimer(c.exitWait())
 	select {
 	case <-c.h.Done():
 	case <-t.C: // it closed its stdout but lives on: it is of no use any more

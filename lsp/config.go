@@ -17,6 +17,7 @@ import (
 const (
 	DefaultMaxFrameBytes     = framing.DefaultMaxSize // 64 MiB
 	DefaultShutdownTimeout   = 5 * time.Second
+	DefaultExitTimeout       = 10 * time.Second
 	DefaultNotificationQueue = 4096
 	DefaultUnversionedSettle = 300 * time.Millisecond
 )
@@ -93,11 +94,19 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for the answer to the shutdown request; 0 means
 	// DefaultShutdownTimeout (5s). A server that never answers (hung, or reading no input)
 	// takes ShutdownTimeout, then Grace for the tree to leave after exit and end of stdin,
-	// then Grace between SIGTERM and SIGKILL: 11s with the defaults. `subkit lsp
+	// then Grace between SIGTERM and SIGKILL: 11s with the defaults. One that answers and
+	// then hangs takes ExitTimeout and 2 x Grace after the answer. `subkit lsp
 	// --shutdown-timeout` sets it.
 	ShutdownTimeout time.Duration
-	// Grace is how long Shutdown waits for the server to leave after exit, and the
-	// SIGTERM-to-SIGKILL grace of its termination; 0 means subprocess.DefaultGrace.
+	// ExitTimeout is how long Shutdown waits for the server's process to leave after exit
+	// when the server acknowledged shutdown: such a server is alive and on its way out, and
+	// some take seconds (bash-language-server under load); 0 means DefaultExitTimeout (10s).
+	// A value below Grace counts as Grace. A server that did not acknowledge shutdown gets
+	// Grace only. `subkit lsp --exit-timeout` sets it.
+	ExitTimeout time.Duration
+	// Grace is how long Shutdown waits for the rest of the server's tree to leave once the
+	// server has (and for a server that did not acknowledge shutdown, for the server itself),
+	// and the SIGTERM-to-SIGKILL grace of its termination; 0 means subprocess.DefaultGrace.
 	Grace time.Duration
 	// Logger receives diagnostics (dropped notifications, unparsable messages); nil: none.
 	Logger *slog.Logger
@@ -110,8 +119,8 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 		return c, invalid("Path", "no server program given")
 	case c.MaxFrameBytes < 0, c.StderrTailBytes < 0, c.StderrSpillBytes < 0, c.NotificationQueue < 0:
 		return c, invalid("MaxFrameBytes/StderrTailBytes/StderrSpillBytes/NotificationQueue", "negative; use 0 for the default")
-	case c.ShutdownTimeout < 0, c.Grace < 0, c.UnversionedSettle < 0:
-		return c, invalid("ShutdownTimeout/Grace/UnversionedSettle", "negative; use 0 for the default")
+	case c.ShutdownTimeout < 0, c.Grace < 0, c.UnversionedSettle < 0, c.ExitTimeout < 0:
+		return c, invalid("ShutdownTimeout/ExitTimeout/Grace/UnversionedSettle", "negative; use 0 for the default")
 	case c.Capabilities != nil && !json.Valid(c.Capabilities):
 		return c, invalid("Capabilities", "not valid JSON")
 	}
@@ -137,6 +146,9 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 	}
 	if c.Grace == 0 {
 		c.Grace = subprocess.DefaultGrace
+	}
+	if c.ExitTimeout == 0 {
+		c.ExitTimeout = DefaultExitTimeout
 	}
 	for _, e := range c.PositionEncodings {
 		if e == "" || e.check() != nil {

@@ -48,9 +48,11 @@
 // the server writes something that is not a frame to its stdout, or a frame over the cap,
 // pending calls fail at once with a *ConnError, and the client terminates the server.
 //
-// Shutdown sends shutdown (its answer awaited up to Config.ShutdownTimeout) and exit, closes stdin, waits
-// up to Config.Grace for the whole tree to leave, then terminates it (SIGTERM, grace,
-// SIGKILL), and reports how the server ended (clean, terminated, killed, crashed), its exit
-// status and its stderr. It returns only once no process of the tree and no goroutine of the
+// Shutdown sends shutdown (its answer awaited up to Config.ShutdownTimeout) and exit, closes
+// stdin, waits up to Config.ExitTimeout for a server that acknowledged shutdown to leave (the
+// grace for one that did not) and up to Config.Grace for the rest of its tree, then terminates
+// what is left (SIGTERM, grace, SIGKILL), and reports how the server ended (clean, terminated,
+// killed, crashed), its exit status and its stderr. Once exit is sent, output cut short (a
+// frame's header without its body) is the server leaving, not a connection failure. It returns only once no process of the tree and no goroutine of the
 // Client is left. Shutdown and Close are safe to call more than once.
 package lsp

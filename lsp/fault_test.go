@@ -329,3 +329,29 @@ func TestErrorsAreTyped(t *testing.T) {
 	assert.ErrorIs(t, ce, os.ErrClosed)
 	assert.Equal(t, "lsp: write to server srv failed: file already closed", ce.Error())
 }
+
+// A server that leaves after exit in the middle of a frame (gopls sometimes dies between a
+// header and its body) has ended cleanly: its exit status says so, nothing is terminated.
+func TestCutFrameAfterExitIsClean(t *testing.T) {
+	e := newEnv(t)
+	c := e.start(t, lsp.Config{}, "-mode=cut-on-exit")
+	report, err := c.Shutdown(ctxT(t, 30*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, lsp.EndedClean, report.Ended, "stderr: %s", report.Stderr.Tail)
+	assert.Equal(t, 0, report.ExitCode)
+	assert.NoError(t, report.ShutdownErr)
+	assert.ErrorIs(t, c.Err(), lsp.ErrClosed, "no connection failure")
+	assert.Empty(t, testutil.Marked(e.mark))
+}
+
+// A server that acknowledged shutdown and takes longer than Grace to leave (bash-language-
+// server under load) is given ExitTimeout, not terminated.
+func TestSlowExitWithinExitTimeout(t *testing.T) {
+	e := newEnv(t)
+	c := e.start(t, lsp.Config{Grace: 100 * time.Millisecond, ExitTimeout: time.Minute}, "-exit-delay=1s")
+	report, err := c.Shutdown(ctxT(t, 2*time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, lsp.EndedClean, report.Ended)
+	assert.Equal(t, 0, report.ExitCode)
+	assert.Empty(t, testutil.Marked(e.mark))
+}

@@ -252,7 +252,7 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 }
 
 // Close is Shutdown bounded by the longest a server may take to end: the largest
-// ShutdownTimeout + 3 x Grace among the pool's servers, plus 5s.
+// ShutdownTimeout + ExitTimeout + 3 x Grace among the pool's servers, plus 5s.
 func (p *Pool) Close() error {
 	if p == nil || p.svc == nil {
 		return fmt.Errorf("lsp: Pool.Close: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
@@ -261,7 +261,7 @@ func (p *Pool) Close() error {
 	for _, s := range p.Servers() {
 		cfg, err := s.cfg.withDefaults(p.svc)
 		if err == nil {
-			bound = max(bound, cfg.ShutdownTimeout+3*cfg.Grace)
+			bound = max(bound, cfg.ShutdownTimeout+cfg.ExitTimeout+3*cfg.Grace)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound+5*time.Second)

@@ -68,8 +68,11 @@ type Exit struct {
 }
 
 // Shutdown ends the server: the shutdown request (bounded by Config.ShutdownTimeout), the
-// exit notification, end of stdin, then up to Config.Grace for the whole tree to leave, then
-// Terminate (SIGTERM, grace, SIGKILL). Processes that left the tree's process group (setsid
+// exit notification, end of stdin, then up to Config.ExitTimeout for the server to leave (when
+// it acknowledged shutdown; Config.Grace when it did not) and Config.Grace for the rest of its
+// tree, then Terminate (SIGTERM, grace, SIGKILL). A server that leaves after exit is a clean
+// end even when it left a frame unfinished on its stdout (gopls may die between a header and
+// its body): Exit.ExitCode says how it left. Processes that left the tree's process group (setsid
 // daemons, found by the Service's tree cookie on Linux) get the same grace and ladder. It
 // returns once the tree is gone and every goroutine of the Client has ended, with a report of
 // how the server ended and its stderr.
@@ -83,6 +86,14 @@ func (c *Client) Shutdown(ctx context.Context) (Exit, error) {
 	}
 	c.politeOnce.Do(func() { c.shutdownErr = c.polite(ctx) })
 	var errs []error
+	// The server itself first (a slow one that acknowledged shutdown gets ExitTimeout), then
+	// whatever it left in its tree, within the grace.
+	lctx, cancel := context.WithTimeout(ctx, c.exitWait())
+	select {
+	case <-c.h.Done():
+	case <-lctx.Done():
+	}
+	cancel()
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.Grace)
 	err := c.h.WaitForExit(wctx)
 	cancel()
@@ -127,9 +138,12 @@ func (c *Client) polite(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.ShutdownTimeout)
 		err = c.Call(sctx, "shutdown", nil, nil)
 		cancel()
+		if err == nil {
+			c.acked.Store(true)
+		}
 		if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrServerExited) {
 			ectx, cancel := context.WithTimeout(ctx, c.cfg.Grace)
-			if nerr := c.Notify(ectx, "exit", nil); err == nil {
+			if _, nerr := c.notify(ectx, "exit", nil, func() { c.exitSent.Store(true) }); err == nil {
 				err = nerr
 			}
 			cancel()

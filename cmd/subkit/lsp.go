@@ -21,7 +21,7 @@ import (
 
 const lspUsage = `usage: subkit lsp [--root DIR] [--open FILE]... [--edit FILE=NEWTEXTFILE]... [--hover FILE:LINE:COL]
                   [--wait DUR] [--settle DUR] [--settings JSON] [--timeout DUR] [--grace DUR]
-                  [--shutdown-timeout DUR] [--json] -- SERVER [ARGS...]
+                  [--shutdown-timeout DUR] [--exit-timeout DUR] [--json] -- SERVER [ARGS...]
 
 Launches SERVER as a language server over stdio, in a process tree of its own with the root as
 its working directory, stdin/stdout piped and stderr kept as a bounded tail. It runs the
@@ -29,13 +29,16 @@ initialize handshake, opens each --open file (and the --hover file) as version 1
 diagnostics of each, asks for the hover, then applies each --edit in order (FILE's whole text
 becomes NEWTEXTFILE's, as the next version of FILE, which is opened first if no --open named it)
 and waits for the diagnostics of that version. Then it shuts the server down: shutdown (whose
-answer it awaits up to --shutdown-timeout), exit, end of stdin, the grace, then SIGTERM and
-SIGKILL to whatever is left of its tree. A server that never answers takes --shutdown-timeout +
-2 x --grace to end.
+answer it awaits up to --shutdown-timeout), exit, end of stdin, up to --exit-timeout (10s) for a
+server that answered shutdown to leave and the grace for the rest of its tree, then SIGTERM and
+SIGKILL to whatever is left of it. A server that never answers takes --shutdown-timeout + 2 x
+--grace to end. A server that leaves after exit with status 0 has ended cleanly, even when it
+left a message unfinished on its stdout.
 
 The diagnostics of a version are the server's first set for that version or a later one, never
 an older one (pulled with textDocument/diagnostic when the server offers it, else published),
-once no diagnostics have been published for --settle; --wait bounds each wait. LINE and COL
+once no diagnostics have been published for --settle; --wait (60s) bounds each wait, and a wait
+that runs out is an error (kind diagnostics_timeout, exit status 124), never an empty list. LINE and COL
 start at 1 and COL counts bytes, as compilers print positions. --settings is a JSON object
 that answers workspace/configuration by section, e.g. '{"gopls":{"staticcheck":true}}'.
 --timeout bounds the whole session before the shutdown.
@@ -54,9 +57,10 @@ FILE:LINE:COL: SEVERITY: MESSAGE lines under a "FILE: version N (after open): K 
 line, the hover text and how the server ended; the stderr tail goes to stderr when the server
 did not end cleanly.
 
-Exit status: 0 when every step worked (diagnostics do not change it); 1 when a step failed
-(error kind failed, timeout, server_exited or protocol), or the server had to be terminated or
-killed at shutdown (kind shutdown); otherwise as the table below.
+Exit status: 0 when every step worked (diagnostics do not change it); 124 when a diagnostics
+wait ran out (kind diagnostics_timeout: the server did not answer that version within --wait);
+1 when a step failed (error kind failed, timeout, server_exited or protocol), or the server had
+to be terminated or killed at shutdown (kind shutdown); otherwise as the table below.
 
 flags:
 `
@@ -137,12 +141,13 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opens     stringList
 		editArgs  stringList
 		hoverArg  = fs.String("hover", "", "FILE:LINE:COL to ask a hover for (the file is opened)")
-		wait      = fs.Duration("wait", 10*time.Second, "longest wait for the diagnostics of one version")
+		wait      = fs.Duration("wait", lspDefaultWait, "longest wait for the diagnostics of one version (a cold tsserver under load takes 10-15s)")
 		settle    = fs.Duration("settle", 500*time.Millisecond, "diagnostics are taken once none has been published for this long")
 		settings  = fs.String("settings", "", "JSON object answering workspace/configuration by section")
 		timeout   = fs.Duration("timeout", 2*time.Minute, "bound of the whole session before the shutdown")
 		grace     = fs.Duration("grace", subprocess.DefaultGrace, "wait for the server to exit, and between SIGTERM and SIGKILL")
 		shutAfter = fs.Duration("shutdown-timeout", lsp.DefaultShutdownTimeout, "longest wait for the answer to the shutdown request")
+		exitAfter = fs.Duration("exit-timeout", lsp.DefaultExitTimeout, "longest wait for a server that answered shutdown to leave after exit")
 		asJSON    = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&opens, "open", "file to open with textDocument/didOpen (repeatable)")
@@ -190,8 +195,8 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() == 0:
 		return fail("invalid", exitUsage, errors.New("no server given: subkit lsp [flags] -- SERVER [ARGS...]"))
-	case *wait < 0 || *timeout <= 0 || *grace <= 0 || *settle <= 0 || *shutAfter <= 0:
-		return fail("invalid", exitUsage, errors.New("--wait must not be negative; --timeout, --grace, --settle and --shutdown-timeout must be positive"))
+	case *wait <= 0 || *timeout <= 0 || *grace <= 0 || *settle <= 0 || *shutAfter <= 0 || *exitAfter <= 0:
+		return fail("invalid", exitUsage, errors.New("--wait, --timeout, --grace, --settle, --shutdown-timeout and --exit-timeout must be positive"))
 	}
 
 	svc, err := subprocess.New(serviceConfig())
@@ -206,7 +211,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	c, err := lsp.Start(session, svc, lsp.Config{
 		Path: fs.Arg(0), Args: fs.Args()[1:], Root: *root, Settings: cfgSettings, Grace: *grace,
-		ShutdownTimeout: *shutAfter,
+		ShutdownTimeout: *shutAfter, ExitTimeout: *exitAfter,
 	})
 	if err != nil {
 		if kind, code := startFailure(err); kind != "internal" {
@@ -249,12 +254,20 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// diagnose waits for the diagnostics of version of each URI, then for quiet, and records
 	// the settled set of each.
-	diagnose := func(after string, uris []string, versions []int) {
+	//
+	// A wait that runs out is a failed step (error kind diagnostics_timeout, exit status 124):
+	// no diagnostics is not the same as a clean file.
+	diagnose := func(after string, uris []string, versions []int) error {
 		wctx, cancel := context.WithTimeout(session, *wait)
 		defer cancel()
 		got := make([]bool, len(uris))
+		var waitErr error
 		for i, u := range uris {
 			if _, err := c.Diagnostics(wctx, u, versions[i]); err != nil {
+				if session.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					err = &lspWaitError{file: lspFile(u), version: versions[i], wait: *wait}
+				}
+				waitErr = err
 				break
 			}
 			got[i] = true
@@ -265,6 +278,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				out.DiagnosticSets = append(out.DiagnosticSets, lspSet{After: after, DiagnosticSet: set, text: texts[u]})
 			}
 		}
+		return waitErr
 	}
 	var opened []string
 	var versions []int
@@ -283,7 +297,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if stepErr == nil && len(opened) > 0 {
-		diagnose("open", opened, versions)
+		stepErr = diagnose("open", opened, versions)
 	}
 	if stepErr == nil && hoverAt != nil {
 		path, _ := filepath.Abs(hoverAt.file)
@@ -310,7 +324,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			var v int
 			if v, err = c.Change(session, uri, lsp.TextChange{Text: string(text)}); err == nil {
 				texts[uri] = text
-				diagnose("edit", []string{uri}, []int{v})
+				stepErr = diagnose("edit", []string{uri}, []int{v})
 			}
 		}
 		if err != nil {
@@ -322,7 +336,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out.Diagnostics = lspDiagnostics(c.AllDiagnostics())
 
 	// Shut down with a context of its own: an interrupt must still end the server.
-	shutCtx, cancelShut := context.WithTimeout(context.Background(), *shutAfter+4*(*grace)+15*time.Second)
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), *shutAfter+*exitAfter+4*(*grace)+15*time.Second)
 	defer cancelShut()
 	exit, shutErr := c.Shutdown(shutCtx)
 	out.Shutdown, out.escaped = exit.Ended.String(), exit.Escaped
@@ -352,8 +366,11 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // lspFailure classifies a failed step.
 func lspFailure(ctx context.Context, err error) *lspError {
 	var exit *lsp.ServerExitError
+	var wait *lspWaitError
 	kind := "failed"
 	switch {
+	case errors.As(err, &wait):
+		kind = "diagnostics_timeout"
 	case ctx.Err() != nil:
 		kind = "cancelled"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -364,6 +381,21 @@ func lspFailure(ctx context.Context, err error) *lspError {
 		kind = "protocol"
 	}
 	return &lspError{Kind: kind, Message: err.Error()}
+}
+
+// lspDefaultWait is --wait's default: a cold tsserver on a loaded machine takes 10-15s to
+// publish its first diagnostics.
+const lspDefaultWait = 60 * time.Second
+
+// lspWaitError is a diagnostics wait that ran out.
+type lspWaitError struct {
+	file    string
+	version int
+	wait    time.Duration
+}
+
+func (e *lspWaitError) Error() string {
+	return fmt.Sprintf("no diagnostics for %s (version %d) within --wait %v: the server may still be loading; raise --wait (an empty list would have meant a clean file)", e.file, e.version, e.wait)
 }
 
 func lspDiagnostics(all map[string]lsp.DiagnosticSet) []lspDiagnostic {
@@ -383,9 +415,13 @@ func lspDiagnostics(all map[string]lsp.DiagnosticSet) []lspDiagnostic {
 func printLsp(stdout, stderr io.Writer, asJSON bool, out lspOutput, texts map[string][]byte) int {
 	code := 0
 	if out.Error != nil {
-		code = exitFailure
-		if out.Error.Kind == "cancelled" {
+		switch out.Error.Kind {
+		case "cancelled":
 			code = exitCancelled
+		case "diagnostics_timeout":
+			code = exitTimeout
+		default:
+			code = exitFailure
 		}
 	}
 	if asJSON {

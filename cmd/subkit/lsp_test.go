@@ -315,3 +315,72 @@ func TestLspKilledAtShutdown(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "it was terminated")
 }
+
+// A diagnostics wait that runs out is an error with its own kind and exit status, never an
+// empty list that reads as a clean file.
+func TestLspWaitRanOut(t *testing.T) {
+	fake := lspFake(t)
+	root := t.TempDir()
+	notes := filepath.Join(root, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("an ERROR\n"), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--json", "--root", root, "--open", notes, "--wait", "300ms", "--", fake, "-silent")
+	assert.Equal(t, exitTimeout, code, "stderr: %s", errOut)
+	o := lspDecode(t, out)
+	require.NotNil(t, o.Error, "stdout: %s", out)
+	assert.Equal(t, "diagnostics_timeout", o.Error.Kind)
+	assert.Contains(t, o.Error.Message, notes+" (version 1) within --wait 300ms")
+	assert.Empty(t, o.DiagnosticSets)
+	assert.Equal(t, "clean", o.Shutdown, "the server is still shut down properly")
+
+	code, _, errOut = lspCLI(t, "lsp", "--root", root, "--open", notes, "--wait", "300ms", "--", fake, "-silent")
+	assert.Equal(t, exitTimeout, code)
+	assert.Contains(t, errOut, "no diagnostics for "+notes)
+}
+
+// A cold typescript-language-server (tsserver loads its whole library first) reports the type
+// error within the default wait.
+func TestLspColdTsserver(t *testing.T) {
+	tsls := findRepoTool(t, "SUBKIT_TSLS", ".bin/npm/node_modules/.bin/typescript-language-server", "npm")
+	root := t.TempDir()
+	main := filepath.Join(root, "main.ts")
+	require.NoError(t, os.WriteFile(main, []byte("export const x: number = \"oops\";\n"), 0o644))
+	code, out, errOut := lspCLI(t, "lsp", "--root", root, "--open", main, "--grace", "20s", "--shutdown-timeout", "30s", "--", tsls, "--stdio")
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, out)
+	assert.Contains(t, out, main+": version 1 (after open): 1 diagnostic(s)\n")
+	assert.Contains(t, out, main+":1:14: error: Type 'string' is not assignable to type 'number'.")
+	assert.Contains(t, out, "shutdown: clean\n")
+}
+
+// findRepoTool locates a test server: $envVar, else <repo>/rel (`make tools`); missing, the
+// test skips when the install step recorded its failure (.bin/lsp-install/<install>.failed)
+// or with -short, and fails otherwise.
+func findRepoTool(t *testing.T, envVar, rel, install string) string {
+	t.Helper()
+	if p := os.Getenv(envVar); p != "" {
+		return p
+	}
+	for dir, _ := os.Getwd(); ; dir = filepath.Dir(dir) {
+		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
+			s := bufio.NewScanner(f)
+			s.Scan()
+			f.Close()
+			if strings.TrimSpace(s.Text()) == "module github.com/subkit/subkit" {
+				if p := filepath.Join(dir, rel); fileExists(p) {
+					return p
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, ".bin", "lsp-install", install+".failed")); err == nil {
+					t.Skipf("%s is not installed: its install step failed:\n%s", rel, b)
+				}
+				break
+			}
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	if testing.Short() {
+		t.Skipf("%s not found (-short): run `make tools`", rel)
+	}
+	t.Fatalf("%s not found: run `make tools` or set %s", rel, envVar)
+	return ""
+}

@@ -31,6 +31,8 @@ type message struct {
 }
 
 type server struct {
+	exitDelay  time.Duration
+	silent     bool
 	mode       string
 	sync       int    // textDocumentSync: 1 full, 2 incremental
 	versioned  bool   // publishes name the version
@@ -55,7 +57,8 @@ type server struct {
 }
 
 func main() {
-	mode := flag.String("mode", "normal", "normal|requests-first|ignore-shutdown|ignore-term|crash-on-init|sleep")
+	mode := flag.String("mode", "normal", "normal|requests-first|ignore-shutdown|ignore-term|crash-on-init|sleep|cut-on-exit")
+	exitDelay := flag.Duration("exit-delay", 0, "how long to take to leave after exit")
 	flood := flag.Int("flood", 0, "bytes of stderr to write in the background from the start")
 	syncKind := flag.Int("sync", 1, "textDocumentSync: 1 full, 2 incremental")
 	unversioned := flag.Bool("unversioned", false, "publish diagnostics without a version")
@@ -64,6 +67,7 @@ func main() {
 	crashAfter := flag.Int("crash-after", 0, "exit with code 4 after answering N requests (initialize not counted)")
 	enc := flag.String("encoding", "", "position encoding to choose when the client offers it (utf-8)")
 	starts := flag.String("starts", "", "file to append a line to at every start")
+	silent := flag.Bool("silent", false, "publish no diagnostics at all")
 	flag.Parse()
 	if *starts != "" {
 		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -83,7 +87,7 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+	s := &server{exitDelay: *exitDelay, silent: *silent, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
 		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
 		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
@@ -366,6 +370,10 @@ func (s *server) handle(m message) {
 		}
 		s.mu.Unlock()
 		fmt.Fprintln(os.Stderr, "fakeserver: bye")
+		if s.mode == "cut-on-exit" { // a frame's header, and the body never comes
+			s.writeRaw([]byte("Content-Length: 139\r\n\r\n"))
+		}
+		time.Sleep(s.exitDelay)
 		os.Exit(code)
 	case "$/cancelRequest":
 		id := string(raw(p["id"]))
@@ -573,7 +581,7 @@ func (s *server) publishFrame(uri, text string, version int) []byte {
 
 // publish sends the diagnostics of an open document (none in pull mode).
 func (s *server) publish(uri string) {
-	if s.pull != "" {
+	if s.pull != "" || s.silent {
 		return
 	}
 	s.mu.Lock()
