@@ -321,3 +321,62 @@ func TestAdversarySecretMadeLater(t *testing.T) {
 		})
 	}
 }
+
+// Moving a protected or hidden path away, or re-pointing a link to a hidden file, so that the
+// next run (or git run outside) finds the program's own files there: renaming .git and making a
+// new one with a hook, renaming the directory of a hidden file, and replacing a hidden link
+// with one to another file are all refused; the workspace is as it was.
+func TestAdversaryMovedAndRepointed(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git here")
+	}
+	for _, v := range variants(t) {
+		t.Run(v.name, func(t *testing.T) {
+			w := newWorld(t)
+			mark := filepath.Join(w.root, "planted-ran")
+			out, err := exec.Command(git, "-C", w.work, "init", "-q").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			secret := filepath.Join(w.outside, "env")
+			require.NoError(t, os.WriteFile(secret, []byte(secretMark), 0o600))
+			link := filepath.Join(w.work, "cfg", ".env")
+			require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+			require.NoError(t, os.Symlink(secret, link))
+			key := filepath.Join(w.work, "keys", "id")
+			require.NoError(t, os.MkdirAll(filepath.Dir(key), 0o755))
+			require.NoError(t, os.WriteFile(key, []byte(secretMark), 0o600))
+
+			r, rep := v.run(t, Policy{Hidden: []string{link, key}}, w.sh(`m=`+mark+`
+cat cfg/.env keys/id 2>/dev/null
+mv .git .git-old 2>/dev/null && cp -r .git-old .git && echo git-moved
+printf '#!/bin/sh\ntouch %s\n' "$m" > .git/hooks/pre-commit 2>/dev/null && chmod +x .git/hooks/pre-commit && echo hook-planted
+ln -sfn /etc/hostname cfg/.env 2>/dev/null && echo link-repointed
+mv cfg/.env cfg/.env-old 2>/dev/null && echo link-moved
+mv cfg cfg-old 2>/dev/null && echo link-dir-moved
+mv keys keys-old 2>/dev/null && echo key-dir-moved
+echo new > cfg/new && echo made-beside; echo done`))
+			require.Contains(t, r.stdout, "done", "%+v", r)
+			require.NotContains(t, r.stdout, secretMark, "%+v", r)
+			require.Contains(t, r.stdout, "made-beside", "new entries beside a hidden path can be made: %+v", r)
+			if v.backend != Namespaces {
+				require.True(t, unenforcedSays(rep, "re-pointed or removed"), "%q", rep.Unenforced)
+			} else {
+				require.NotContains(t, r.stdout, "link-", "%+v", r)
+				target, err := os.Readlink(link)
+				require.NoError(t, err)
+				require.Equal(t, secret, target, "the hidden link was re-pointed")
+			}
+			require.NotContains(t, r.stdout, "key-dir-moved", "%+v", r)
+			require.FileExists(t, key)
+			if v.backend == Landlock {
+				require.True(t, unenforcedSays(rep, "protected paths"), "%q", rep.Unenforced)
+				return
+			}
+			require.NotContains(t, r.stdout, "git-moved", "%+v", r)
+			require.NotContains(t, r.stdout, "hook-planted", "%+v", r)
+			out, err = exec.Command(git, "-C", w.work, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "outside").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.NoFileExists(t, mark, "code the program planted ran outside")
+		})
+	}
+}

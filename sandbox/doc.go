@@ -26,7 +26,9 @@
 //     read-only /proc, a minimal /dev with a devpts instance of its own and a private shm,
 //     private /tmp, /var/tmp, /run and $XDG_RUNTIME_DIR (no host socket there, no other
 //     program's files), the writable roots bound, hidden paths mounted over, protected paths
-//     bound read-only. It then starts itself again, in a new session, to confine itself as the
+//     bound read-only, and the directories and links of a writable root on the way to a hidden
+//     or protected path bound onto themselves (so they cannot be renamed, removed or
+//     re-pointed). It then starts itself again, in a new session, to confine itself as the
 //     Landlock backend does (Landlock keeping out hidden paths that appear later) and exec the
 //     program; it passes the kit's signals on to every process of the namespace and exits
 //     with the program's status, which ends whatever the program left inside.

@@ -44,15 +44,16 @@ type mountOp struct {
 	Dst  string    `json:"d"`
 	Size int64     `json:"n,omitempty"`
 	Mode uint32    `json:"m,omitempty"`
-	Dir  bool      `json:"dir,omitempty"` // binds: the source is a directory
-	Opt  bool      `json:"opt,omitempty"` // binds: skipped when the source is gone by then
+	Dir  bool      `json:"dir,omitempty"`  // binds: the source is a directory
+	Link bool      `json:"link,omitempty"` // binds: the source is a symbolic link, bound itself (not bwrap)
+	Opt  bool      `json:"opt,omitempty"`  // binds: skipped when the source is gone by then
 }
 
 // mountPlan is the view of r: private /tmp, /var/tmp, /run and $XDG_RUNTIME_DIR (no host
 // socket, no other program's files), a minimal /dev, the program's own /proc, then, outermost
 // first, the program and its directory where a private file system covered them, the resolver
 // configuration, the allowed sockets, the writable roots, the hidden paths and the protected
-// paths. keep are more files to keep where a private file system covers them (bwrap's helper).
+// paths, with what pins them (see resolved.pin). Nothing is bound beneath a hidden path. keep are more files to keep where a private file system covers them (bwrap's helper).
 func mountPlan(r *resolved, keep ...string) []mountOp {
 	var ops []mountOp
 	var covered []string
@@ -96,6 +97,14 @@ func mountPlan(r *resolved, keep ...string) []mountOp {
 		fi, err := os.Stat(w)
 		binds = append(binds, mountOp{Kind: mountBind, Src: w, Dst: w, Dir: err == nil && fi.IsDir()})
 	}
+	hidden := func(p string) bool {
+		return slices.ContainsFunc(r.hidden, func(h pathEntry) bool { return p == h.Path || within(p, h.Path) })
+	}
+	for _, p := range r.pinned {
+		if !hidden(p.Path) && !slices.ContainsFunc(r.protected, func(x pathEntry) bool { return x.Path == p.Path }) {
+			binds = append(binds, mountOp{Kind: mountBind, Src: p.Path, Dst: p.Path, Dir: p.Dir, Link: p.Link})
+		}
+	}
 	for _, h := range r.hidden {
 		k := mountHideFile
 		if h.Dir {
@@ -104,7 +113,9 @@ func mountPlan(r *resolved, keep ...string) []mountOp {
 		binds = append(binds, mountOp{Kind: k, Dst: h.Path})
 	}
 	for _, p := range r.protected {
-		binds = append(binds, mountOp{Kind: mountROBind, Src: p.Path, Dst: p.Path, Dir: p.Dir})
+		if !hidden(p.Path) {
+			binds = append(binds, mountOp{Kind: mountROBind, Src: p.Path, Dst: p.Path, Dir: p.Dir})
+		}
 	}
 	slices.SortStableFunc(binds, func(a, b mountOp) int {
 		return cmp.Or(cmp.Compare(strings.Count(a.Dst, "/"), strings.Count(b.Dst, "/")), strings.Compare(a.Dst, b.Dst))
@@ -156,7 +167,9 @@ func bwrapMountArgs(ops []mountOp) []string {
 		case mountProc:
 			args = append(args, "--proc", op.Dst, "--remount-ro", op.Dst)
 		case mountBind:
-			args = append(args, "--bind", op.Src, op.Dst)
+			if !op.Link { // bwrap follows links: the Report says a link is not pinned
+				args = append(args, "--bind", op.Src, op.Dst)
+			}
 		case mountROBind:
 			args = append(args, "--ro-bind", op.Src, op.Dst)
 		case mountHideDir:
@@ -187,8 +200,8 @@ func buildMounts(ops []mountOp, pidMax int) error {
 			unix.Close(fd)
 		}
 	}()
-	clone := func(src string, attr uint64) (int, error) {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	clone := func(src string, attr uint64, flags uint) (int, error) {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|flags)
 		if err != nil {
 			return -1, fmt.Errorf("cloning %s: %w", src, err)
 		}
@@ -204,17 +217,21 @@ func buildMounts(ops []mountOp, pidMax int) error {
 		var err error
 		switch op.Kind {
 		case mountBind:
-			clones[i], err = clone(op.Src, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			var flags uint
+			if op.Link {
+				flags = unix.AT_SYMLINK_NOFOLLOW // the link itself, bound onto itself (move_mount does not follow it either)
+			}
+			clones[i], err = clone(op.Src, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, flags)
 		case mountROBind:
-			clones[i], err = clone(op.Src, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			clones[i], err = clone(op.Src, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
 			if op.Opt && errors.Is(err, unix.ENOENT) {
 				clones[i], err = -1, nil // the program or its directory, gone: its exec fails as it would have
 			}
 		case mountHideFile:
-			clones[i], err = clone("/dev/null", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+			clones[i], err = clone("/dev/null", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, 0)
 		case mountDev:
 			for j, d := range devices {
-				if devFds[j], err = clone("/dev/"+d, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+				if devFds[j], err = clone("/dev/"+d, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, 0); err != nil {
 					break
 				}
 			}

@@ -50,6 +50,7 @@ type plan struct {
 type pathEntry struct {
 	Path string `json:"path"`
 	Dir  bool   `json:"dir,omitempty"`
+	Link bool   `json:"link,omitempty"` // a symbolic link, itself
 }
 
 // probeChecks are what the probe's helper checks from inside the confinement.

@@ -36,7 +36,9 @@ type Policy struct {
 	// writable root, absolute ones as they are; those that do not exist are skipped. They keep
 	// what the program writes from running later, unconfined, when the user works in the same
 	// directory (a git hook, an rc file, an editor's task). Enforced where the backend gives the
-	// program a mount namespace; the Report says when it cannot.
+	// program a mount namespace; the Report says when it cannot. A protected path missing at the
+	// start (a .vscode, an .envrc) can be made by the program: only .git/hooks is made, empty,
+	// when the repository lacks it.
 	Protected []string
 	// NoDefaultProtected leaves DefaultProtected() out: only Protected is protected.
 	NoDefaultProtected bool

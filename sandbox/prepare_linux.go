@@ -189,9 +189,15 @@ func limitsOf(info backendInfo, r *resolved) (unenforced, notes []string) {
 		if len(r.hidden) > 0 {
 			notes = append(notes, "hidden directories are empty and unreadable, hidden files empty")
 		}
+		if pins := pinnedPaths(r, info.backend); len(pins) > 0 {
+			notes = append(notes, "these entries of the writable roots lead to hidden or protected paths and are mount points for the run: they cannot be renamed or removed (EBUSY), and a rename between one and the rest of its root fails with EXDEV (mv copies instead): "+strings.Join(pins, ", "))
+		}
 	case Landlock:
 		unenforced = append(unenforced, landlockUnenforced(info, r)...)
 		notes = append(notes, landlockNotes(info, r)...)
+	}
+	if links := pinnedLinks(r); len(links) > 0 && info.backend != Namespaces {
+		unenforced = append(unenforced, "these links on the way to hidden or protected paths lie in writable roots and can be re-pointed or removed, so that a later run hides or protects another file (only the namespaces backend binds a link onto itself): "+strings.Join(links, ", "))
 	}
 	if r.networkOff && !info.seccomp && info.backend != Namespaces {
 		notes = append(notes, "the network namespace has no interface up: 127.0.0.1 is unreachable too")
@@ -224,6 +230,28 @@ func landlockUnenforced(info backendInfo, r *resolved) []string {
 			what = fmt.Sprintf("binding sockets is not refused (Landlock ABI %d, 4 needed for TCP)", info.abi)
 		}
 		out = append(out, what+"; it binds in the program's own network namespace, which nothing outside reaches")
+	}
+	return out
+}
+
+// pinnedLinks are the links of r.pinned; pinnedPaths those that backend b pins (bwrap cannot
+// bind a link itself).
+func pinnedLinks(r *resolved) []string {
+	var out []string
+	for _, p := range r.pinned {
+		if p.Link {
+			out = append(out, p.Path)
+		}
+	}
+	return out
+}
+
+func pinnedPaths(r *resolved, b Backend) []string {
+	var out []string
+	for _, p := range r.pinned {
+		if !p.Link || b == Namespaces {
+			out = append(out, p.Path)
+		}
 	}
 	return out
 }

@@ -24,6 +24,7 @@ type resolved struct {
 	hidden     []pathEntry // resolved hidden paths that exist
 	absent     []string    // hidden paths that do not exist (yet), as expanded
 	protected  []pathEntry // resolved protected paths that exist within a writable root
+	pinned     []pathEntry // directories and links within writable roots that lead to hidden or protected paths (see pin)
 	sockets    []string    // resolved Unix sockets the program may connect to
 	networkOff bool
 	limits     Limits
@@ -97,6 +98,7 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		if !slices.ContainsFunc(r.hidden, func(x pathEntry) bool { return x.Path == real }) {
 			r.hidden = append(r.hidden, pathEntry{Path: real, Dir: fi.IsDir()})
 		}
+		r.pin(abs)
 	}
 
 	for i, s := range p.AllowUnixSockets {
@@ -194,8 +196,61 @@ func (r *resolved) protect(name, p string) error {
 		if !slices.ContainsFunc(r.protected, func(x pathEntry) bool { return x.Path == real }) {
 			r.protected = append(r.protected, pathEntry{Path: real, Dir: fi.IsDir()})
 		}
+		r.pin(c)
 	}
 	return nil
+}
+
+// maxLinks is how many symbolic links pin follows on one path, as the kernel's MAXSYMLINKS.
+const maxLinks = 40
+
+// pin records what keeps the path p where it is while the program runs: each directory beneath
+// a writable root that p passes through before its last element, and each symbolic link on the
+// way (p itself included) that lies beneath one. Bound onto themselves they are mount points,
+// which rename(2), unlink(2) and rmdir(2) refuse with EBUSY. So the program can neither move a
+// hidden or protected path away (renaming .git, say, and making a new .git/hooks) nor re-point a
+// link to a hidden file (so that the next run would hide another file and leave the secret
+// readable). The writable roots themselves are mount points already.
+func (r *resolved) pin(p string) {
+	rest := strings.Split(p, "/")
+	cur := "/"
+	for links := 0; len(rest) > 0; {
+		next := filepath.Join(cur, rest[0]) // cur has no link in it: ".." is lexical
+		rest = rest[1:]
+		if next == cur {
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return
+		}
+		inRoot := slices.ContainsFunc(r.writable, func(w string) bool { return within(next, w) })
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(next)
+			if err != nil || links == maxLinks {
+				return
+			}
+			links++
+			if inRoot {
+				r.addPin(pathEntry{Path: next, Link: true})
+			}
+			if filepath.IsAbs(target) {
+				cur = "/"
+			}
+			rest = append(strings.Split(target, "/"), rest...)
+			continue
+		}
+		if inRoot && fi.IsDir() && len(rest) > 0 {
+			r.addPin(pathEntry{Path: next, Dir: true})
+		}
+		cur = next
+	}
+}
+
+func (r *resolved) addPin(e pathEntry) {
+	if !slices.Contains(r.pinned, e) {
+		r.pinned = append(r.pinned, e)
+	}
 }
 
 // checkProgram checks the fields of prog. needTemp: the default writable roots need TempDir.
