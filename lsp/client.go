@@ -57,12 +57,17 @@ type Client struct {
 
 	diagMu       sync.Mutex
 	diags        map[string]DiagnosticSet
-	diagsChanged chan struct{} // closed and replaced on every publish or pulled set
-	lastPublish  time.Time     // arrival of the last publishDiagnostics, for WaitQuiet
+	diagsChanged chan struct{}       // closed and replaced on every publish, pulled set or progress
+	lastPublish  time.Time           // arrival of the last publishDiagnostics, for WaitQuiet
+	pubSeq       uint64              // publishes received so far: the arrival order of sets
+	progress     map[string]bool     // work-done progress begun and not ended, by token
+	progressSeen bool                // the server has reported work-done progress at all
+	answers      map[string][]answer // per URI, the last sets answered for known texts
+	gen          uint64              // counts every document change and file event
 
 	docSem   chan struct{} // held while a document notification or a pull is handed over
 	docMu    sync.Mutex    // guards docs, versions, regs; never held while sending
-	docs     map[string]*Document
+	docs     map[string]*openDoc
 	versions map[string]int          // last version used per URI, across close and re-open
 	regs     map[string]registration // dynamic registrations, by id
 	sync     syncOptions
@@ -106,7 +111,8 @@ type notification struct {
 type reply struct {
 	result json.RawMessage
 	rpcErr *RPCError
-	err    error // the connection ended
+	err    error  // the connection ended
+	seq    uint64 // Client.pubSeq when the answer arrived: the publishes read before it
 }
 
 // wireMessage is any incoming message: request, notification or response.
@@ -186,7 +192,8 @@ func newClient(cfg Config, h *subprocess.Handle) *Client {
 		out: make(chan outgoing), cancels: make(chan int64, cancelQueue),
 		pending: map[int64]chan reply{}, serverReqs: map[string]context.CancelFunc{},
 		diags: map[string]DiagnosticSet{}, diagsChanged: make(chan struct{}),
-		docSem: make(chan struct{}, 1), docs: map[string]*Document{}, versions: map[string]int{},
+		progress: map[string]bool{}, answers: map[string][]answer{},
+		docSem: make(chan struct{}, 1), docs: map[string]*openDoc{}, versions: map[string]int{},
 		regs:         map[string]registration{},
 		handlersDone: make(chan struct{}), stop: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}),
@@ -349,6 +356,15 @@ type pendingCall struct {
 	id     int64
 	method string
 	ch     chan reply
+	seq    uint64 // Client.pubSeq when the answer arrived
+}
+
+// seqOf is pubSeq when p's answer arrived (0 for no call).
+func (p *pendingCall) seqOf() uint64 {
+	if p == nil {
+		return 0
+	}
+	return p.seq
 }
 
 // startCall writes a request and returns without waiting for its answer. handedOver says
@@ -389,6 +405,7 @@ func (p *pendingCall) await(ctx context.Context, result any) error {
 	c, id, method, ch := p.c, p.id, p.method, p.ch
 	select {
 	case r := <-ch:
+		p.seq = r.seq
 		switch {
 		case r.err != nil:
 			return r.err
@@ -590,7 +607,10 @@ func (c *Client) deliver(m wireMessage) {
 		c.log.Debug("lsp: dropping the answer to an abandoned request", "id", id)
 		return
 	}
-	ch <- reply{result: m.Result, rpcErr: m.Error}
+	c.diagMu.Lock()
+	seq := c.pubSeq
+	c.diagMu.Unlock()
+	ch <- reply{result: m.Result, rpcErr: m.Error, seq: seq}
 }
 
 func (c *Client) notification(m wireMessage) {
@@ -610,6 +630,8 @@ func (c *Client) notification(m wireMessage) {
 		return
 	case "textDocument/publishDiagnostics":
 		c.storeDiagnostics(m.Params)
+	case "$/progress":
+		c.trackProgress(m.Params)
 	}
 	if c.notes == nil {
 		return

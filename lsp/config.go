@@ -59,9 +59,11 @@ type Config struct {
 	// hovers) counts characters in the negotiated encoding; OffsetToPosition and
 	// PositionToOffset convert.
 	PositionEncodings []PositionEncoding
-	// UnversionedSettle is how long a set of diagnostics published without a version must be
-	// left alone before Diagnostics takes it as the answer for the version current when it
-	// arrived; 0 means DefaultUnversionedSettle. Servers that name versions do not wait.
+	// UnversionedSettle is, for a server that publishes diagnostics without a version, how
+	// long Diagnostics waits after the server answered its ordering request for a set to
+	// arrive, before it takes the last set that arrived since the version was sent (see
+	// Client.Diagnostics); 0 means DefaultUnversionedSettle. Servers that name versions, and
+	// pulled diagnostics, do not wait.
 	UnversionedSettle time.Duration
 
 	// OnNotification receives every notification from the server except $/cancelRequest, in

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,11 +25,21 @@ type DiagnosticSet struct {
 	// then exact.
 	Versioned bool `json:"versioned"`
 	// Pulled says the set answers a textDocument/diagnostic request.
-	Pulled      bool         `json:"pulled,omitempty"`
+	Pulled bool `json:"pulled,omitempty"`
+	// Ordered says that the set was published without a version and Diagnostics took it for
+	// Version by ordering: it arrived after the server answered a request sent after that
+	// version (or once the server was quiet after such an answer, with no work-done progress
+	// open). See Diagnostics for what that guarantees.
+	Ordered bool `json:"ordered,omitempty"`
+	// Reused says that Diagnostics answered Version with the set it had answered for an
+	// identical text of the document, nothing else having changed since (no other document,
+	// no file event): servers publish nothing for a text they have already checked.
+	Reused      bool         `json:"reused,omitempty"`
 	Diagnostics []Diagnostic `json:"diagnostics"`
 
 	resultID string    // of a pulled set, sent back as previousResultId
 	at       time.Time // arrival
+	seq      uint64    // of a published set: Client.pubSeq at its arrival
 }
 
 func (s DiagnosticSet) clone() DiagnosticSet {
@@ -58,6 +69,9 @@ func (c *Client) storeDiagnostics(params json.RawMessage) {
 		set.Version, _ = c.version(p.URI)
 	}
 	c.keep(set, true)
+	if set.Versioned {
+		c.remember(p.URI, set) // the answer for this text, should the document come back to it
+	}
 }
 
 // keep stores set unless it is older than what is held.
@@ -69,6 +83,8 @@ func (c *Client) keep(set DiagnosticSet, published bool) {
 	defer c.diagMu.Unlock()
 	if published {
 		c.lastPublish = set.at
+		c.pubSeq++
+		set.seq = c.pubSeq
 	}
 	if old, ok := c.diags[set.URI]; ok && old.Versioned && set.Version < old.Version {
 		c.log.Debug("lsp: dropping diagnostics for an older version", "uri", set.URI, "version", set.Version, "held", old.Version)
@@ -144,10 +160,25 @@ func (c *Client) WaitDiagnostics(ctx context.Context, uri string, ok func([]Diag
 // textDocument/diagnostic) it asks with textDocument/diagnostic, sending the result id of the
 // last pulled set so the server can answer "unchanged", and retries while the server answers
 // ServerCancelled or ContentModified; the answer is for the version the client had sent when
-// it asked. Otherwise it waits for publishDiagnostics: for a set the server published for
-// version or later; from a server that publishes without versions, for a set that arrived
-// once version was sent and has then been left alone for Config.UnversionedSettle (such a
-// server gives no way to tell a late set for an older version from a fresh one).
+// it asked. Otherwise it waits for publishDiagnostics, and what it guarantees depends on the
+// server:
+//
+//   - Versioned publishes (gopls, clangd): the set the server published for version or later.
+//     Exact.
+//   - Publishes without a version (typescript-language-server, yaml-language-server, pylsp):
+//     a set that arrived after the server had read the current text. Once the set is there,
+//     the client sends a request that needs the current text (a hover at the document's start,
+//     or a $/ request the server answers MethodNotFound when it offers no hover) and takes the
+//     first set that arrives after its answer; when none comes, it takes the last set that
+//     arrived after the current version was sent, once the server has published nothing for
+//     Config.UnversionedSettle after that answer and has no work-done progress open. A server
+//     that handles messages in order (JSON-RPC servers do) never gets an older text's set
+//     taken this way, however late it publishes; one that answers requests at once and
+//     publishes an older text's set long after may still be misread: prefer servers that name
+//     versions. Such sets are marked Ordered.
+//   - A text identical to one already answered (a revert), nothing else having changed since,
+//     is answered at once from that answer (Reused): servers publish nothing for a text they
+//     have checked already.
 //
 // A server may publish more than once for one version (gopls: compiler errors, then its
 // analyses): the first set for the version answers. WaitQuiet, then LastDiagnostics, gives a
@@ -289,12 +320,21 @@ func (c *Client) pullOnce(ctx context.Context, uri, identifier string) (set Diag
 
 // waitPushed waits for a published set for version or later.
 func (c *Client) waitPushed(ctx context.Context, uri string, version int) (DiagnosticSet, error) {
+	if set, ok := c.reuse(uri, version); ok {
+		return set, nil
+	}
+	ctx, cancel := context.WithCancel(ctx) // ends a barrier still under way when we return
+	defer cancel()
 	var settle *time.Timer
 	defer func() {
 		if settle != nil {
 			settle.Stop()
 		}
 	}()
+	var barrier chan barrierResult // the ordering request for an unversioned set, once sent
+	var answered bool              // ...and its answer
+	var answerSeq uint64           // pubSeq when the answer arrived
+	var answerAt time.Time
 	for {
 		if id, ok := c.pullIdentifier(); ok { // registered while we waited
 			return c.pull(ctx, uri, id)
@@ -302,35 +342,199 @@ func (c *Client) waitPushed(ctx context.Context, uri string, version int) (Diagn
 		c.diagMu.Lock()
 		d, have := c.diags[uri]
 		changed := c.diagsChanged
+		busy := len(c.progress) > 0
 		c.diagMu.Unlock()
 		var wake <-chan time.Time
 		if have && d.Version >= version {
-			if d.Versioned || version == 0 {
+			if d.Versioned || version == 0 || d.Ordered {
+				c.remember(uri, d)
 				return d.clone(), nil
 			}
-			rest := c.cfg.UnversionedSettle - time.Since(d.at)
-			if rest <= 0 {
-				return d.clone(), nil
+			// Published without a version: order it against a request that needs the text.
+			if barrier == nil {
+				barrier = c.startBarrier(ctx, uri)
 			}
-			if settle == nil {
-				settle = time.NewTimer(rest)
-			} else {
-				settle.Reset(rest)
+			if answered {
+				switch sent := c.sentSeq(uri); {
+				case d.seq > answerSeq:
+					return c.acceptOrdered(uri, d), nil
+				case d.seq > sent && !busy:
+					rest := c.cfg.UnversionedSettle - time.Since(answerAt)
+					if rest <= 0 {
+						return c.acceptOrdered(uri, d), nil
+					}
+					if settle == nil {
+						settle = time.NewTimer(rest)
+					} else {
+						settle.Reset(rest)
+					}
+					wake = settle.C
+				}
 			}
-			wake = settle.C
 		}
 		select {
 		case <-changed:
 		case <-wake:
+		case r := <-barrier:
+			if r.err != nil {
+				if ctx.Err() != nil {
+					return DiagnosticSet{}, fmt.Errorf("lsp: waiting for diagnostics of %s (version %d): %w", uri, version, ctx.Err())
+				}
+				return DiagnosticSet{}, r.err
+			}
+			answered, answerSeq, answerAt = true, r.seq, time.Now()
+			barrier = make(chan barrierResult) // never ready: the answer is in
 		case <-ctx.Done():
 			return DiagnosticSet{}, fmt.Errorf("lsp: waiting for diagnostics of %s (version %d): %w", uri, version, ctx.Err())
 		case <-c.done:
-			if d, have := c.LastDiagnostics(uri); have && d.Version >= version {
+			if d, have := c.LastDiagnostics(uri); have && d.Version >= version && (d.Versioned || d.Ordered || version == 0) {
 				return d, nil
 			}
 			return DiagnosticSet{}, c.final
 		}
 	}
+}
+
+// barrierResult is the outcome of an ordering request: pubSeq when its answer arrived.
+type barrierResult struct {
+	seq uint64
+	err error // the connection failed, or ctx ended
+}
+
+// startBarrier sends a request that needs uri's current text, so the server answers it only
+// after reading every change sent before it: a hover at the document's start when the server
+// offers hovers, else a $/ request, which a server answers MethodNotFound. Any answer, error
+// or not, is the barrier.
+func (c *Client) startBarrier(ctx context.Context, uri string) chan barrierResult {
+	ch := make(chan barrierResult, 1)
+	method, params := "$/subkit/barrier", any(map[string]string{"uri": uri})
+	var caps struct {
+		Hover json.RawMessage `json:"hoverProvider"`
+	}
+	if json.Unmarshal(c.init.Capabilities, &caps) == nil && len(caps.Hover) > 0 && string(caps.Hover) != "false" && string(caps.Hover) != "null" {
+		method, params = "textDocument/hover", map[string]any{"textDocument": map[string]string{"uri": uri}, "position": Position{}}
+	}
+	go func() {
+		p, _, err := c.startCall(ctx, method, params)
+		if err == nil {
+			err = p.await(ctx, nil)
+			var re *RPCError
+			if errors.As(err, &re) {
+				err = nil
+			}
+		}
+		ch <- barrierResult{seq: p.seqOf(), err: err}
+	}()
+	return ch
+}
+
+// sentSeq is pubSeq when the current version of uri was handed to the writer.
+func (c *Client) sentSeq(uri string) uint64 {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	if d := c.docs[uri]; d != nil {
+		return d.sentSeq
+	}
+	return 0
+}
+
+// acceptOrdered marks the held set d of uri as ordered (unless a newer one replaced it), and
+// remembers it.
+func (c *Client) acceptOrdered(uri string, d DiagnosticSet) DiagnosticSet {
+	d.Ordered = true
+	c.diagMu.Lock()
+	if cur, ok := c.diags[uri]; ok && cur.seq == d.seq {
+		c.diags[uri] = d
+	}
+	c.diagMu.Unlock()
+	c.remember(uri, d)
+	return d.clone()
+}
+
+// answer is a set of diagnostics given for one text of a document.
+type answer struct {
+	sum     [sha256.Size]byte // of the text
+	set     DiagnosticSet
+	gen     uint64 // Client.gen when it was given
+	changes uint64 // the document's own changes then
+}
+
+// maxAnswers is how many texts of a document the client remembers the diagnostics of.
+const maxAnswers = 4
+
+// remember keeps set as the answer for uri's current text, when set answers exactly the
+// current version.
+func (c *Client) remember(uri string, set DiagnosticSet) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	d := c.docs[uri]
+	if d == nil || d.Version != set.Version || set.Reused {
+		return
+	}
+	sum := sha256.Sum256([]byte(d.Text))
+	c.diagMu.Lock()
+	defer c.diagMu.Unlock()
+	list := slices.DeleteFunc(c.answers[uri], func(a answer) bool { return a.sum == sum })
+	if len(list) == maxAnswers {
+		list = list[1:]
+	}
+	c.answers[uri] = append(list, answer{sum: sum, set: set.clone(), gen: c.gen, changes: d.changes})
+}
+
+// reuse answers the current version of uri from the answer for an identical text, when
+// nothing but this document changed since (it changed away and back).
+func (c *Client) reuse(uri string, version int) (DiagnosticSet, bool) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	d := c.docs[uri]
+	if d == nil || d.Version != version {
+		return DiagnosticSet{}, false
+	}
+	c.diagMu.Lock()
+	list := c.answers[uri]
+	held, have := c.diags[uri]
+	gen := c.gen
+	c.diagMu.Unlock()
+	if len(list) == 0 || (have && held.Version >= version && (held.Versioned || held.Ordered)) {
+		return DiagnosticSet{}, false // nothing to reuse, or the server answered already
+	}
+	sum := sha256.Sum256([]byte(d.Text))
+	for _, a := range list {
+		if a.sum == sum && gen-a.gen == d.changes-a.changes {
+			set := a.set.clone()
+			set.Version, set.Reused, set.at = version, true, time.Now()
+			c.keep(set, false)
+			return set, true
+		}
+	}
+	return DiagnosticSet{}, false
+}
+
+// trackProgress follows work-done progress ($/progress begin and end), for the ordering of
+// unversioned sets and for WaitReady.
+func (c *Client) trackProgress(params json.RawMessage) {
+	var p struct {
+		Token json.RawMessage `json:"token"`
+		Value struct {
+			Kind string `json:"kind"`
+		} `json:"value"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.diagMu.Lock()
+	defer c.diagMu.Unlock()
+	switch p.Value.Kind {
+	case "begin":
+		c.progress[string(p.Token)] = true
+		c.progressSeen = true
+	case "end":
+		delete(c.progress, string(p.Token))
+	default:
+		return
+	}
+	close(c.diagsChanged)
+	c.diagsChanged = make(chan struct{})
 }
 
 // WaitQuiet waits until the server has published no diagnostics, for any document, for

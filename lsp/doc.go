@@ -33,8 +33,12 @@
 // current at its arrival when it names none, or the version a pull was sent for); a versioned
 // publish older than the set held is stale and dropped. Diagnostics(ctx, uri, version) returns
 // a set for that version or a later one, never an older one, by pull (textDocument/diagnostic,
-// offered statically or registered dynamically) or by waiting for a publish; WaitQuiet waits
-// until nothing has been published for a while.
+// offered statically or registered dynamically) or by waiting for a publish. A set published
+// without a version is ordered against a request that needs the current text
+// (DiagnosticSet.Ordered), and a text identical to one already answered, nothing else having
+// changed, is answered from that answer (DiagnosticSet.Reused); Client.Diagnostics says which
+// guarantee each kind of server gets. WaitQuiet waits until nothing has been published for a
+// while.
 //
 // Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
 // with back-off (its open documents re-opened on the new server with their versions and texts),

@@ -134,6 +134,23 @@ type Document struct {
 	Text       string
 }
 
+// openDoc is an open document and what the client tracks of it.
+type openDoc struct {
+	Document
+	sentSeq uint64 // Client.pubSeq when this version was handed to the writer
+	changes uint64 // how many times this document changed, counted in Client.gen
+}
+
+// sent records, under docMu, that d's current version was handed to the writer: publishes
+// from now on arrive after the server could read it. It counts a change in gen.
+func (c *Client) sent(d *openDoc) {
+	c.diagMu.Lock()
+	d.sentSeq = c.pubSeq
+	c.gen++
+	c.diagMu.Unlock()
+	d.changes++
+}
+
 // lockDocs takes the document semaphore: document notifications (and pull requests, which
 // must say which version they answer) are handed to the writer one at a time, in version order.
 func (c *Client) lockDocs(ctx context.Context) error {
@@ -202,7 +219,9 @@ func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
 
 func (c *Client) commitOpen(doc TextDocumentItem) {
 	c.docMu.Lock()
-	c.docs[doc.URI] = &Document{URI: doc.URI, LanguageID: doc.LanguageID, Version: doc.Version, Text: doc.Text}
+	d := &openDoc{Document: Document{URI: doc.URI, LanguageID: doc.LanguageID, Version: doc.Version, Text: doc.Text}}
+	c.sent(d)
+	c.docs[doc.URI] = d
 	c.versions[doc.URI] = max(c.versions[doc.URI], doc.Version)
 	c.docMu.Unlock()
 }
@@ -283,6 +302,7 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 		c.docMu.Lock()
 		if d := c.docs[uri]; d != nil {
 			d.Text, d.Version = text, version
+			c.sent(d)
 		}
 		c.versions[uri] = version
 		c.docMu.Unlock()
@@ -358,6 +378,10 @@ func (c *Client) CloseDocument(ctx context.Context, uri string) error {
 		c.docMu.Lock()
 		delete(c.docs, uri)
 		c.docMu.Unlock()
+		c.diagMu.Lock()
+		c.gen++
+		delete(c.answers, uri)
+		c.diagMu.Unlock()
 	}
 	if !c.sync.openClose {
 		forget()
@@ -378,7 +402,7 @@ func (c *Client) Document(uri string) (Document, bool) {
 	if !ok {
 		return Document{}, false
 	}
-	return *d, true
+	return d.Document, true
 }
 
 // Documents returns the client's copies of every open document, by URI order. They stay
@@ -390,7 +414,7 @@ func (c *Client) Documents() []Document {
 	c.docMu.Lock()
 	out := make([]Document, 0, len(c.docs))
 	for _, d := range c.docs {
-		out = append(out, *d)
+		out = append(out, d.Document)
 	}
 	c.docMu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })

@@ -33,6 +33,9 @@ type message struct {
 type server struct {
 	exitDelay  time.Duration
 	silent     bool
+	latency    time.Duration
+	dedupe     bool
+	checked    map[string]bool // uri + "\x00" + text, for -dedupe
 	mode       string
 	sync       int    // textDocumentSync: 1 full, 2 incremental
 	versioned  bool   // publishes name the version
@@ -68,6 +71,8 @@ func main() {
 	enc := flag.String("encoding", "", "position encoding to choose when the client offers it (utf-8)")
 	starts := flag.String("starts", "", "file to append a line to at every start")
 	silent := flag.Bool("silent", false, "publish no diagnostics at all")
+	latency := flag.Duration("latency", 0, "time each didOpen and didChange takes before its diagnostics are published; messages are handled one at a time, in order")
+	dedupe := flag.Bool("dedupe", false, "publish nothing for a text of a document already checked")
 	flag.Parse()
 	if *starts != "" {
 		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -87,7 +92,7 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{exitDelay: *exitDelay, silent: *silent, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+	s := &server{exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
 		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
 		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
@@ -584,9 +589,15 @@ func (s *server) publish(uri string) {
 	if s.pull != "" || s.silent {
 		return
 	}
+	time.Sleep(s.latency) // checking takes time; the next message waits (serve is serial)
 	s.mu.Lock()
 	text, version := s.docs[uri], s.versions[uri]
+	seen := s.checked[uri+"\x00"+text]
+	s.checked[uri+"\x00"+text] = true
 	s.mu.Unlock()
+	if s.dedupe && seen {
+		return
+	}
 	s.writeRaw(s.publishFrame(uri, text, version))
 }
 
