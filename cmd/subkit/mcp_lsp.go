@@ -10,11 +10,33 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/lsp"
 )
+
+// lspState is what a world's language-server tools share: one tool call at a time works on
+// the world's documents (a call closes the documents it does not name). The zero value is
+// ready.
+type lspState struct {
+	once sync.Once
+	sem  chan struct{}
+}
+
+// lock takes the world's documents for one call, or fails with ctx's error.
+func (l *lspState) lock(ctx context.Context) error {
+	l.once.Do(func() { l.sem = make(chan struct{}, 1) })
+	select {
+	case l.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("[cancelled: %v]", ctx.Err())
+	}
+}
+
+func (l *lspState) unlock() { <-l.sem }
 
 // mcpMaxDiagnostics bounds the diagnostics reported per file.
 const mcpMaxDiagnostics = 200

@@ -32,6 +32,7 @@ type mcpWorld struct {
 	exec   *bash.Executor
 	shells *shell.Manager
 	pool   *lsp.Pool
+	lsp    lspState // the language-server tools' own state (mcp_lsp.go)
 	bg     bgTable
 	cells  codeSessions
 
