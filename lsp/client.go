@@ -64,6 +64,8 @@ type Client struct {
 	progressSeen bool                // the server has reported work-done progress at all
 	answers      map[string][]answer // per URI, the last sets answered for known texts
 	gen          uint64              // counts every document change and file event
+	fileGen      uint64              // counts the didChangeWatchedFiles notifications sent
+	watcher      *rootWatcher        // Config.WatchFiles; nil without
 
 	docSem   chan struct{} // held while a document notification or a pull is handed over
 	docMu    sync.Mutex    // guards docs, versions, regs; never held while sending
@@ -167,7 +169,11 @@ func Start(ctx context.Context, svc *subprocess.Service, cfg Config) (*Client, e
 		return nil, fmt.Errorf("lsp: start %s: %w", cfg.Path, err)
 	}
 	c := newClient(cfg, h)
-	if err := c.initialize(ctx); err != nil {
+	err = c.initialize(ctx)
+	if err == nil && cfg.WatchFiles {
+		c.watcher, err = startWatcher(c, cfg.Root, svc.RuntimeRoot())
+	}
+	if err != nil {
 		c.abort()
 		var exit *ServerExitError
 		var conn *ConnError

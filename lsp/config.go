@@ -20,6 +20,7 @@ const (
 	DefaultExitTimeout       = 10 * time.Second
 	DefaultNotificationQueue = 4096
 	DefaultUnversionedSettle = 300 * time.Millisecond
+	DefaultFileEventSettle   = 3 * time.Second
 )
 
 // RequestHandler answers a request the server sends to the client. It runs on a goroutine of
@@ -65,6 +66,19 @@ type Config struct {
 	// Client.Diagnostics); 0 means DefaultUnversionedSettle. Servers that name versions, and
 	// pulled diagnostics, do not wait.
 	UnversionedSettle time.Duration
+
+	// FileEventSettle is how long Diagnostics waits, after files changed on disk
+	// (FilesChanged), for the server to publish again before it takes the set it held from
+	// before as still current: a server republishes only the documents whose diagnostics
+	// changed (gopls waits its diagnosticsDelay, 1s by default, after a change on disk).
+	// 0 means DefaultFileEventSettle (3s).
+	FileEventSettle time.Duration
+	// WatchFiles, when set, watches the workspace root for changes on disk (fsnotify: inotify,
+	// kqueue, ReadDirectoryChangesW) and sends them with FilesChanged: bursts gathered over
+	// 30ms, every directory watched but .git, .hg, .svn, node_modules, __pycache__ and .venv,
+	// at most 8192 directories. SyncFiles waits until what the watcher saw has been sent.
+	// Without it the server learns of disk changes only from FilesChanged and SyncFiles.
+	WatchFiles bool
 
 	// OnNotification receives every notification from the server except $/cancelRequest, in
 	// arrival order, on one goroutine of its own: it never runs on the reader, so a slow
@@ -121,8 +135,8 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 		return c, invalid("Path", "no server program given")
 	case c.MaxFrameBytes < 0, c.StderrTailBytes < 0, c.StderrSpillBytes < 0, c.NotificationQueue < 0:
 		return c, invalid("MaxFrameBytes/StderrTailBytes/StderrSpillBytes/NotificationQueue", "negative; use 0 for the default")
-	case c.ShutdownTimeout < 0, c.Grace < 0, c.UnversionedSettle < 0, c.ExitTimeout < 0:
-		return c, invalid("ShutdownTimeout/ExitTimeout/Grace/UnversionedSettle", "negative; use 0 for the default")
+	case c.ShutdownTimeout < 0, c.Grace < 0, c.UnversionedSettle < 0, c.ExitTimeout < 0, c.FileEventSettle < 0:
+		return c, invalid("ShutdownTimeout/ExitTimeout/Grace/UnversionedSettle/FileEventSettle", "negative; use 0 for the default")
 	case c.Capabilities != nil && !json.Valid(c.Capabilities):
 		return c, invalid("Capabilities", "not valid JSON")
 	}
@@ -159,6 +173,9 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 	}
 	if c.UnversionedSettle == 0 {
 		c.UnversionedSettle = DefaultUnversionedSettle
+	}
+	if c.FileEventSettle == 0 {
+		c.FileEventSettle = DefaultFileEventSettle
 	}
 	if c.Capabilities == nil {
 		c.Capabilities = DefaultCapabilities()
@@ -209,7 +226,9 @@ func invalid(field, msg string) error {
 // configuration and workspace folders, dynamic registration of didChangeConfiguration,
 // work-done progress, markdown hovers and documentation, published diagnostics with related
 // information, versions and tags, pull diagnostics (textDocument/diagnostic, also by dynamic
-// registration), and UTF-16 positions. The client applies no edits, so applyEdit is false.
+// registration), watched-file notifications (workspace/didChangeWatchedFiles, registered
+// dynamically, relative patterns too), and UTF-16 positions. The client applies no edits by
+// default, so applyEdit is false.
 func DefaultCapabilities() json.RawMessage {
 	return json.RawMessage(`{
   "general": {"positionEncodings": ["utf-16"]},
@@ -219,7 +238,7 @@ func DefaultCapabilities() json.RawMessage {
     "configuration": true,
     "workspaceFolders": true,
     "didChangeConfiguration": {"dynamicRegistration": true},
-    "didChangeWatchedFiles": {"dynamicRegistration": false},
+    "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": true},
     "symbol": {"dynamicRegistration": false},
     "executeCommand": {"dynamicRegistration": false}
   },

@@ -40,6 +40,7 @@ type DiagnosticSet struct {
 	resultID string    // of a pulled set, sent back as previousResultId
 	at       time.Time // arrival
 	seq      uint64    // of a published set: Client.pubSeq at its arrival
+	fileGen  uint64    // Client.fileGen at its arrival (a pull: when it was asked)
 }
 
 func (s DiagnosticSet) clone() DiagnosticSet {
@@ -85,6 +86,7 @@ func (c *Client) keep(set DiagnosticSet, published bool) {
 		c.lastPublish = set.at
 		c.pubSeq++
 		set.seq = c.pubSeq
+		set.fileGen = c.fileGen
 	}
 	if old, ok := c.diags[set.URI]; ok && old.Versioned && set.Version < old.Version {
 		c.log.Debug("lsp: dropping diagnostics for an older version", "uri", set.URI, "version", set.Version, "held", old.Version)
@@ -276,6 +278,9 @@ func (c *Client) pullOnce(ctx context.Context, uri, identifier string) (set Diag
 		return DiagnosticSet{}, false, err
 	}
 	version, _ := c.version(uri)
+	c.diagMu.Lock()
+	fileGen := c.fileGen
+	c.diagMu.Unlock()
 	p, _, err := c.startCall(ctx, "textDocument/diagnostic", params)
 	c.unlockDocs()
 	if err != nil {
@@ -300,7 +305,7 @@ func (c *Client) pullOnce(ctx context.Context, uri, identifier string) (set Diag
 		return DiagnosticSet{}, false, err
 	}
 	set = DiagnosticSet{URI: uri, Version: version, Versioned: true, Pulled: true, Diagnostics: report.Items,
-		resultID: report.ResultID, at: time.Now()}
+		resultID: report.ResultID, at: time.Now(), fileGen: fileGen}
 	if report.Kind == "unchanged" {
 		if !held.Pulled || held.resultID != report.ResultID {
 			// Nothing to reuse (it cannot happen with a correct server): ask for the whole set.
@@ -331,8 +336,9 @@ func (c *Client) waitPushed(ctx context.Context, uri string, version int) (Diagn
 			settle.Stop()
 		}
 	}()
-	var barrier chan barrierResult // the ordering request for an unversioned set, once sent
-	var answered bool              // ...and its answer
+	var barrier chan barrierResult // the ordering request, once sent
+	var barrierGen uint64          // fileGen when it was sent
+	var answered bool              // its answer is in
 	var answerSeq uint64           // pubSeq when the answer arrived
 	var answerAt time.Time
 	for {
@@ -343,25 +349,33 @@ func (c *Client) waitPushed(ctx context.Context, uri string, version int) (Diagn
 		d, have := c.diags[uri]
 		changed := c.diagsChanged
 		busy := len(c.progress) > 0
+		fileGen := c.fileGen
 		c.diagMu.Unlock()
 		var wake <-chan time.Time
 		if have && d.Version >= version {
-			if d.Versioned || version == 0 || d.Ordered {
+			fresh := d.fileGen == fileGen // no file event since it arrived
+			exact := d.Versioned || d.Ordered || d.Reused
+			if fresh && (exact || version == 0) {
 				c.remember(uri, d)
 				return d.clone(), nil
 			}
-			// Published without a version: order it against a request that needs the text.
-			if barrier == nil {
-				barrier = c.startBarrier(ctx, uri)
+			// Published without a version, or before files changed on disk: order it against a
+			// request that needs the current text (and files).
+			if barrier == nil || barrierGen != fileGen {
+				barrier, barrierGen, answered = c.startBarrier(ctx, uri), fileGen, false
 			}
 			if answered {
-				switch sent := c.sentSeq(uri); {
+				quiet := c.cfg.UnversionedSettle
+				if !fresh {
+					quiet = max(quiet, c.cfg.FileEventSettle)
+				}
+				switch {
 				case d.seq > answerSeq:
-					return c.acceptOrdered(uri, d), nil
-				case d.seq > sent && !busy:
-					rest := c.cfg.UnversionedSettle - time.Since(answerAt)
+					return c.acceptOrdered(uri, d, barrierGen), nil
+				case (exact || d.seq > c.sentSeq(uri)) && !busy:
+					rest := quiet - time.Since(answerAt)
 					if rest <= 0 {
-						return c.acceptOrdered(uri, d), nil
+						return c.acceptOrdered(uri, d, barrierGen), nil
 					}
 					if settle == nil {
 						settle = time.NewTimer(rest)
@@ -438,12 +452,16 @@ func (c *Client) sentSeq(uri string) uint64 {
 	return 0
 }
 
-// acceptOrdered marks the held set d of uri as ordered (unless a newer one replaced it), and
+// acceptOrdered takes the held set d of uri as current for the files of fileGen (and, when it
+// was published without a version, as Ordered), unless a newer set replaced it meanwhile, and
 // remembers it.
-func (c *Client) acceptOrdered(uri string, d DiagnosticSet) DiagnosticSet {
-	d.Ordered = true
+func (c *Client) acceptOrdered(uri string, d DiagnosticSet, fileGen uint64) DiagnosticSet {
+	if !d.Versioned && !d.Reused {
+		d.Ordered = true
+	}
+	d.fileGen = fileGen
 	c.diagMu.Lock()
-	if cur, ok := c.diags[uri]; ok && cur.seq == d.seq {
+	if cur, ok := c.diags[uri]; ok && cur.seq == d.seq && cur.at.Equal(d.at) {
 		c.diags[uri] = d
 	}
 	c.diagMu.Unlock()
@@ -468,7 +486,7 @@ func (c *Client) remember(uri string, set DiagnosticSet) {
 	c.docMu.Lock()
 	defer c.docMu.Unlock()
 	d := c.docs[uri]
-	if d == nil || d.Version != set.Version || set.Reused {
+	if d == nil || d.Version != set.Version || set.Reused || set.fileGen != c.fileGenNow() {
 		return
 	}
 	sum := sha256.Sum256([]byte(d.Text))
@@ -479,6 +497,12 @@ func (c *Client) remember(uri string, set DiagnosticSet) {
 		list = list[1:]
 	}
 	c.answers[uri] = append(list, answer{sum: sum, set: set.clone(), gen: c.gen, changes: d.changes})
+}
+
+func (c *Client) fileGenNow() uint64 {
+	c.diagMu.Lock()
+	defer c.diagMu.Unlock()
+	return c.fileGen
 }
 
 // reuse answers the current version of uri from the answer for an identical text, when
@@ -495,7 +519,7 @@ func (c *Client) reuse(uri string, version int) (DiagnosticSet, bool) {
 	held, have := c.diags[uri]
 	gen := c.gen
 	c.diagMu.Unlock()
-	if len(list) == 0 || (have && held.Version >= version && (held.Versioned || held.Ordered)) {
+	if len(list) == 0 || (have && held.Version >= version && (held.Versioned || held.Ordered) && held.fileGen == c.fileGen) {
 		return DiagnosticSet{}, false // nothing to reuse, or the server answered already
 	}
 	sum := sha256.Sum256([]byte(d.Text))

@@ -40,6 +40,15 @@
 // guarantee each kind of server gets. WaitQuiet waits until nothing has been published for a
 // while.
 //
+// Files on disk: FilesChanged tells the server what changed (workspace/didChangeWatchedFiles,
+// filtered by the watchers the server registered) and brings the open documents it names in
+// line with the disk (sent again when their text differs, closed when their file is gone);
+// Config.WatchFiles feeds it from a watcher of the root (fsnotify), and SyncFiles, before a
+// question, waits until what the watcher saw is sent and compares every open document with
+// its file. A set of diagnostics held from before such a notification is not taken as current
+// until the server has republished, or stayed quiet for Config.FileEventSettle after a request
+// sent since.
+//
 // Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
 // with back-off (its open documents re-opened on the new server with their versions and texts),
 // gives up with a *RestartLimitError after PoolConfig.MaxRestarts restarts within

@@ -296,3 +296,53 @@ func TestGoplsRequestsAndVersion(t *testing.T) {
 	mu.Unlock()
 	assert.Empty(t, testutil.Marked(e.mark))
 }
+
+// gopls and a dependency edited on disk: the file the client has open (main.go) gets the
+// diagnostics of the new lib.go, through the watcher (Config.WatchFiles and SyncFiles) and
+// through FilesChanged.
+func TestGoplsFollowsTheDisk(t *testing.T) {
+	gopls := findGopls(t)
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watcher", false: "FilesChanged"}[watch], func(t *testing.T) {
+			e := newEnv(t)
+			root := t.TempDir()
+			writeFile(t, root, "go.mod", "module example.com/hello\n\ngo 1.26\n")
+			lib := writeFile(t, root, "lib.go", "package main\n\nfunc Foo() int { return 1 }\n")
+			writeFile(t, root, "main.go", "package main\n\nfunc main() { println(Foo()) }\n")
+			c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, lsp.Config{
+				Path: gopls, Root: root, WatchFiles: watch, Grace: 20 * time.Second, ShutdownTimeout: 30 * time.Second,
+				Env: []string{"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"},
+			})
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			uri, err := c.OpenFile(ctxT(t, 10*time.Second), "main.go")
+			require.NoError(t, err)
+			set, err := c.Diagnostics(ctxT(t, 60*time.Second), uri, 1)
+			require.NoError(t, err)
+			assert.Empty(t, set.Diagnostics, "%+v", set)
+
+			tell := func() {
+				if watch {
+					require.NoError(t, c.SyncFiles(ctxT(t, 30*time.Second)))
+				} else {
+					require.NoError(t, c.FilesChanged(ctxT(t, 10*time.Second), lsp.FileEvent{URI: lsp.FileURI(lib), Type: lsp.FileChanged}))
+				}
+			}
+			require.NoError(t, os.WriteFile(lib, []byte("package main\n\nfunc Bar() int { return 1 }\n"), 0o644))
+			tell()
+			set, err = c.Diagnostics(ctxT(t, 60*time.Second), uri, 1)
+			require.NoError(t, err)
+			require.Len(t, set.Diagnostics, 1, "%+v", set)
+			assert.Contains(t, set.Diagnostics[0].Message, "undefined: Foo")
+
+			require.NoError(t, os.WriteFile(lib, []byte("package main\n\nfunc Foo() int { return 2 }\n"), 0o644))
+			tell()
+			set, err = c.Diagnostics(ctxT(t, 60*time.Second), uri, 1)
+			require.NoError(t, err)
+			assert.Empty(t, set.Diagnostics, "%+v", set)
+			exit, err := c.Shutdown(ctxT(t, 60*time.Second))
+			require.NoError(t, err)
+			assert.Equal(t, lsp.EndedClean, exit.Ended)
+		})
+	}
+}

@@ -213,6 +213,9 @@ func (c *Client) teardown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		close(c.stop)
 		c.cancelReq()
+		if c.watcher != nil {
+			c.watcher.close()
+		}
 		c.stdin.Close()
 		go func() {
 			c.handlerWG.Wait()

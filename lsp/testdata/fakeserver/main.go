@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type message struct {
 
 type server struct {
 	exitDelay  time.Duration
+	watch      string
+	root       string            // from initialize, for "need FILE" lines
+	watched    []any             // the didChangeWatchedFiles events received
+	lastDiags  map[string]string // uri -> the JSON of its last published diagnostics
 	silent     bool
 	latency    time.Duration
 	dedupe     bool
@@ -73,6 +78,7 @@ func main() {
 	silent := flag.Bool("silent", false, "publish no diagnostics at all")
 	latency := flag.Duration("latency", 0, "time each didOpen and didChange takes before its diagnostics are published; messages are handled one at a time, in order")
 	dedupe := flag.Bool("dedupe", false, "publish nothing for a text of a document already checked")
+	watch := flag.String("watch", "", "glob of the files to register a didChangeWatchedFiles watcher for, once initialized")
 	flag.Parse()
 	if *starts != "" {
 		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -92,7 +98,7 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+	s := &server{watch: *watch, lastDiags: map[string]string{}, exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
 		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
 		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
@@ -229,6 +235,7 @@ func (s *server) handle(m message) {
 	switch m.Method {
 	case "initialize":
 		s.negotiate(p)
+		s.root, _ = p["rootPath"].(string)
 		switch s.mode {
 		case "crash-on-init":
 			fmt.Fprintln(os.Stderr, "fatal: cannot start: no workspace")
@@ -240,6 +247,33 @@ func (s *server) handle(m message) {
 		s.reply(m.ID, s.initResult(p, nil))
 	case "initialized":
 		s.notify("window/logMessage", map[string]any{"type": 3, "message": "fakeserver initialized"})
+		if s.watch != "" {
+			go s.request("client/registerCapability", map[string]any{"registrations": []any{map[string]any{
+				"id": "watch-1", "method": "workspace/didChangeWatchedFiles",
+				"registerOptions": map[string]any{"watchers": []any{map[string]any{"globPattern": s.watch}}},
+			}}})
+		}
+	case "workspace/didChangeWatchedFiles": // republish the open documents whose diagnostics changed, as gopls does
+		s.mu.Lock()
+		s.watched = append(s.watched, p["changes"].([]any)...)
+		uris := make([]string, 0, len(s.docs))
+		for u := range s.docs {
+			uris = append(uris, u)
+		}
+		s.mu.Unlock()
+		for _, u := range uris {
+			s.mu.Lock()
+			text := s.docs[u]
+			s.mu.Unlock()
+			if string(raw(s.diagnose(text))) != s.lastDiags[u] {
+				s.publish(u)
+			}
+		}
+	case "test/watched":
+		s.mu.Lock()
+		w := s.watched
+		s.mu.Unlock()
+		s.reply(m.ID, w)
 		if s.pull == "dynamic" {
 			go s.request("client/registerCapability", map[string]any{"registrations": []any{map[string]any{
 				"id": "pull-1", "method": "textDocument/diagnostic",
@@ -558,10 +592,19 @@ func (s *server) offset(text string, at map[string]any) int {
 	return off + len(string(utf16.Decode(u[:min(char, len(u))])))
 }
 
-// diagnose finds every ERROR in text.
+// diagnose finds every ERROR in text, and every "need FILE" line whose FILE (under the root)
+// is missing on disk.
 func (s *server) diagnose(text string) []any {
 	diags := []any{}
 	for i, line := range strings.Split(text, "\n") {
+		if name, ok := strings.CutPrefix(line, "need "); ok {
+			if _, err := os.Stat(filepath.Join(s.root, name)); err != nil {
+				diags = append(diags, map[string]any{
+					"range":    map[string]any{"start": pos(i, 0), "end": pos(i, s.column(line))},
+					"severity": 1, "source": "fake", "message": "missing " + name,
+				})
+			}
+		}
 		for c, off := strings.Index(line, "ERROR"), 0; c >= 0; c = strings.Index(line[off:], "ERROR") {
 			c += off
 			diags = append(diags, map[string]any{
@@ -576,7 +619,9 @@ func (s *server) diagnose(text string) []any {
 
 // publishFrame is a publishDiagnostics frame for text at version.
 func (s *server) publishFrame(uri, text string, version int) []byte {
-	params := map[string]any{"uri": uri, "diagnostics": s.diagnose(text)}
+	diags := s.diagnose(text)
+	s.lastDiags[uri] = string(raw(diags))
+	params := map[string]any{"uri": uri, "diagnostics": diags}
 	if s.versioned {
 		params["version"] = version
 	}
