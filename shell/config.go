@@ -20,6 +20,10 @@ const (
 	DefaultMaxYield        = 10 * time.Minute
 	DefaultGrace           = 3 * time.Second
 	DefaultStartTimeout    = 30 * time.Second
+	DefaultInputSettle     = 100 * time.Millisecond
+	// MinInputSettle and MaxInputSettle bound Config.InputSettle.
+	MinInputSettle = 10 * time.Millisecond
+	MaxInputSettle = 10 * time.Second
 	// MaxCommandBytes bounds one command (Run) and MaxInputBytes one Write.
 	MaxCommandBytes = 1 << 20
 	MaxInputBytes   = 64 << 10
@@ -70,6 +74,15 @@ type Config struct {
 	// StartTimeout bounds Open's wait for the shell's first prompt, whatever the context
 	// says. Default DefaultStartTimeout.
 	StartTimeout time.Duration
+	// InputSettle is how long the output must stay quiet, with the foreground process group
+	// blocked reading the terminal at the start and at the end of that time and nothing of it
+	// run in between, before a Step says StateWaitingInput: Run, Write and Poll then return
+	// at once, without waiting out their yield. Linux reads this from /proc (the syscall
+	// each member is blocked in and the descriptors it waits on, which needs ptrace access
+	// to the session's processes; failing that, the wait channel, believed after four times
+	// InputSettle). On other systems such a program is reported running at the yield.
+	// Default DefaultInputSettle, between MinInputSettle and MaxInputSettle.
+	InputSettle time.Duration
 	// Logger receives diagnostics (cleanup trouble); nil means none.
 	Logger *slog.Logger
 }
@@ -111,13 +124,16 @@ func (c Config) Validate() error {
 	durs := []struct {
 		field string
 		d     time.Duration
-	}{{"Yield", c.Yield}, {"MaxYield", c.MaxYield}, {"Grace", c.Grace}, {"StartTimeout", c.StartTimeout}}
+	}{{"Yield", c.Yield}, {"MaxYield", c.MaxYield}, {"Grace", c.Grace}, {"StartTimeout", c.StartTimeout}, {"InputSettle", c.InputSettle}}
 	for _, d := range durs {
 		if d.d < 0 {
 			return bad(d.field, "%v is negative; use 0 for the default", d.d)
 		}
 	}
 	d := c.withDefaults()
+	if d.InputSettle < MinInputSettle || d.InputSettle > MaxInputSettle {
+		return bad("InputSettle", "%v is outside [%v, %v]", d.InputSettle, MinInputSettle, MaxInputSettle)
+	}
 	if d.Yield > d.MaxYield {
 		return bad("Yield", "%v is above MaxYield %v", d.Yield, d.MaxYield)
 	}
@@ -161,6 +177,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.InputSettle == 0 {
+		c.InputSettle = DefaultInputSettle
 	}
 	c.Env = append([]string(nil), c.Env...)
 	return c

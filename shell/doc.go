@@ -9,12 +9,15 @@
 // startup file of the user (no ~/.bashrc, no history file), in the bash executor's
 // model-friendly environment (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
 // GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, after the Service's credential scrub), on a wide
-// terminal (200x50) so output does not wrap, with echo off. It runs under the Service's guard
-// and sandbox (subprocess.Config.Guard, Config.Sandbox) when the Service has them.
+// terminal (200x50) so output does not wrap. The terminal echoes what Write types, as it would
+// for a person (a password prompt turns echo off; commands given to Run are not typed, so
+// they do not show). It runs under the Service's guard and sandbox (subprocess.Config.Guard,
+// Config.Sandbox) when the Service has them.
 //
 // # Steps
 //
-// Run sends a command and waits until it finishes, the shell ends, or the yield passes; Write
+// Run sends a command and waits until it finishes, the shell ends, the foreground program
+// waits for input, or the yield passes; Write
 // types characters for whatever holds the terminal's foreground (the command, a REPL it
 // started, or the shell itself); Poll waits and reports; Interrupt sends Ctrl-C (SIGINT) to the
 // foreground process group. Each returns a Step: the output since the previous Step (its
@@ -23,10 +26,31 @@
 //
 //   - completed: the shell is back at its prompt; the command's exit status, the shell's cwd
 //     and the duration;
+//   - waiting_for_input: the foreground program is blocked reading the terminal and its
+//     output has been quiet for Config.InputSettle (100 ms): a `read -p` prompt, grep reading
+//     stdin, a REPL's ">>> ", a password prompt (Step.Input.EchoOff). The Step returns then,
+//     not at the yield, with the prompt's text (Step.Input.Prompt): a REPL line answered in
+//     milliseconds comes back in about InputSettle. Linux only (see below);
 //   - running: the command, or a program it runs in the foreground, is still there; the Step
 //     names the foreground process group's command ("python3", "sleep", or "bash" for a
-//     builtin loop or `read`), so a model can tell a REPL waiting for input from a shell;
+//     builtin loop), so a model can tell a build from a shell;
 //   - exited: the shell has ended, with its status.
+//
+// # Waiting for input
+//
+// On Linux the session looks at the foreground process group once its output has been quiet
+// for half the settle and again at its end: every member asleep, one of them blocked in a
+// read of the terminal (read on the pty or /dev/tty, or select, poll or epoll with the
+// terminal among the descriptors it waits to read, from /proc/PID/syscall, its memory and
+// fdinfo), and no member run in between (the same syscall and context-switch counts). The
+// terminal's modes come from a duplicate of the reader's descriptor (pidfd_getfd): line mode
+// (ICANON), and echo off in line mode, which is how a password prompt looks. Where the
+// kernel does not show the syscall (no ptrace access), the wait channel is the evidence, and
+// it takes four settles. A program blocked reading a pipe or a socket, sleeping, or running
+// is never taken for one waiting for input. A program that reads the terminal with a timeout
+// (top) is reported waiting between its refreshes: Poll again to watch it. On macOS and other
+// systems the evidence is not read (kinfo_proc's wait message "ttyin" and the pty's modes
+// through TIOCGETA would be the way): such a program is reported running at the yield.
 //
 // A command with a syntax error is refused before anything runs (`bash -n`; commands of plain
 // words skip the check). The whole transcript is readable by offset (ReadTranscript), in the
@@ -57,7 +81,8 @@
 //     terminal would, the last state of each line.
 //   - output without a trailing newline, and `exec >file`: the marker goes to /dev/tty.
 //   - a REPL or another program with its own prompt: no marker comes while it holds the
-//     foreground, and the Step says running with its name.
+//     foreground; the Step says waiting_for_input at its prompt, running otherwise, with its
+//     name.
 //
 // Memory stays bounded whatever the output: the Terminal's buffer, the transcript ring and one
 // Step's head (a 50 MB flood keeps a few MiB).

@@ -109,7 +109,6 @@ func rcFile(nonce string) string {
 		"PROMPT_COMMAND=$__N__pc",
 		"set -E",
 		"trap '{ __N__e && return; } 2>/dev/null' ERR",
-		"stty -echo 2>/dev/null",
 	)
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
@@ -32,6 +33,12 @@ const (
 	// StateExited: the shell has ended; the Step has its exit status. The session can run
 	// nothing more.
 	StateExited State = "exited"
+	// StateWaitingInput: the command (or a program it runs in the foreground) is blocked
+	// reading the terminal and its output has been quiet for Config.InputSettle: it waits for
+	// input (a prompt, a REPL, a password). Step.Input says who reads and how the terminal
+	// takes input; Write answers it, Interrupt ends it. Only Linux tells (see Config.InputSettle);
+	// elsewhere such a program is reported running.
+	StateWaitingInput State = "waiting_for_input"
 )
 
 // Step is what one Run, Write, Poll or Interrupt saw: the output since the previous Step and
@@ -67,6 +74,9 @@ type Step struct {
 	// shell itself runs in the foreground (a builtin, a loop, `read`). ForegroundPid is its pid.
 	Foreground    string
 	ForegroundPid int
+	// Input is, for StateWaitingInput, who waits for input and how the terminal takes it
+	// (line mode, echo off at a password prompt), with the prompt's text; nil otherwise.
+	Input *InputWait
 	// Notes are short sentences for the reader: the command replaced PROMPT_COMMAND and the
 	// session put its hook back, set -e stopped a command, output was lost, ...
 	Notes []string
@@ -110,9 +120,12 @@ type Session struct {
 	writers    sync.WaitGroup // goroutines writing to the terminal
 	inflight   sync.WaitGroup // calls past the closed check
 
+	watch inputWatch // when the foreground waits for input; used by the call holding the turn
+
 	rmu     sync.Mutex // the reader's state
 	sc      *scanner
 	off     int64
+	outAt   time.Time  // when output last arrived
 	pending chan error // a write to the terminal still in progress, or nil
 
 	mu      sync.Mutex
@@ -167,6 +180,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.tr = newTranscript(c.TranscriptBytes, c.MaxOutputBytes)
+	s.watch.settle = c.InputSettle
 	fail := func(err error) (*Session, error) {
 		close(s.readerStop)
 		if s.term == nil {
@@ -562,7 +576,7 @@ func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) 
 	waiting := s.waiting
 	s.mu.Unlock()
 	if isDone(s.term.Done()) || !waiting {
-		st, err := s.step(op, ctx)
+		st, err := s.step(op, ctx, nil)
 		if err == nil && st.State == StateCompleted {
 			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
 		}
@@ -570,7 +584,7 @@ func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) 
 	}
 	if err := s.term.SignalForeground(ctx, os.Interrupt); err != nil {
 		if isDone(s.term.Done()) {
-			return s.step(op, ctx)
+			return s.step(op, ctx, nil)
 		}
 		return Step{}, &Error{Op: op, ID: s.id, Err: err}
 	}
@@ -584,11 +598,13 @@ func (s *Session) bind(ctx context.Context) (context.Context, context.CancelFunc
 	return ctx, func() { stop(); cancel() }
 }
 
-// waitStep waits until the command in progress has finished, the shell has ended, or yield
-// has passed, then takes the Step.
+// waitStep waits until the command in progress has finished, the shell has ended, the
+// foreground program waits for input, or yield has passed, then takes the Step.
 func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) (Step, error) {
 	timer := time.NewTimer(yield)
 	defer timer.Stop()
+	look := time.NewTimer(time.Hour)
+	defer look.Stop()
 	for {
 		s.mu.Lock()
 		waiting, ch := s.waiting, s.changed
@@ -596,8 +612,22 @@ func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) 
 		if !waiting {
 			break
 		}
+		var lookC <-chan time.Time
+		if !s.watch.off2 {
+			off, at := s.rawOffset()
+			p, next := s.watch.look(ctx, time.Now(), off, at, s.inspectForeground)
+			if p != nil {
+				return s.step(op, ctx, p)
+			}
+			if next > 0 {
+				look.Reset(next)
+				lookC = look.C
+			}
+		}
 		select {
 		case <-ch:
+			continue
+		case <-lookC:
 			continue
 		case <-s.term.Done():
 		case <-timer.C:
@@ -610,11 +640,19 @@ func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) 
 		}
 		break
 	}
-	return s.step(op, ctx)
+	return s.step(op, ctx, nil)
 }
 
-// step takes the Step as things stand.
-func (s *Session) step(op string, ctx context.Context) (Step, error) {
+// rawOffset is how much terminal output the session has read, and when it last read some.
+func (s *Session) rawOffset() (int64, time.Time) {
+	s.catchUp()
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	return s.off, s.outAt
+}
+
+// step takes the Step as things stand; in is the confirmed wait for input, or nil.
+func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) {
 	s.catchUp()
 	s.flushLine()
 	exited := isDone(s.term.Done())
@@ -626,6 +664,9 @@ func (s *Session) step(op string, ctx context.Context) (Step, error) {
 	case s.waiting:
 		st.State = StateRunning
 		st.Duration = time.Since(s.sent)
+		if in != nil {
+			st.State = StateWaitingInput
+		}
 	default:
 		st.State = StateCompleted
 		st.ExitCode = s.status
@@ -641,11 +682,16 @@ func (s *Session) step(op string, ctx context.Context) (Step, error) {
 	sent, errexit := s.sent, s.errexit && s.waiting
 	s.mu.Unlock()
 	st.Notes = notes(flags, st.Lost)
-	if st.State == StateRunning {
+	if st.State == StateWaitingInput {
+		w := in.wait
+		w.Prompt = s.prompt()
+		st.Input = &w
+	}
+	if st.State == StateRunning || st.State == StateWaitingInput {
 		fg, err := s.term.Foreground(ctx)
 		switch {
 		case err != nil && isDone(s.term.Done()):
-			st.State = StateExited // it ended meanwhile
+			st.State, st.Input = StateExited, nil // it ended meanwhile
 		case err != nil:
 			st.Notes = append(st.Notes, "the foreground process could not be read: "+err.Error())
 		}
@@ -670,6 +716,18 @@ func (s *Session) step(op string, ctx context.Context) (Step, error) {
 		}
 	}
 	return st, nil
+}
+
+// prompt is the last line of the transcript as Render shows it: a waiting program's prompt.
+func (s *Session) prompt() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.tr.total()
+	data, _ := s.tr.ring.ReadAt(max(0, total-1024), 0)
+	for len(data) > 0 && !utf8.RuneStart(data[0]) {
+		data = data[1:]
+	}
+	return lastLine(Render(data))
 }
 
 func notes(flags string, lost int64) []string {
@@ -804,6 +862,10 @@ func (s *Session) input(ctx context.Context, p []byte) (sent bool, err error) {
 			return false, fmt.Errorf("an earlier write is not taken yet: %w", ctx.Err())
 		}
 	}
+	defer func() { // what was typed may change what the foreground does
+		off, _ := s.rawOffset()
+		s.watch.reset(time.Now(), off)
+	}()
 	done := make(chan error, 1)
 	s.writers.Add(1)
 	go func() {
@@ -877,6 +939,9 @@ func (s *Session) catchUp() bool {
 		}
 		if len(d.Data) > 0 {
 			s.sc.feed(d.Data)
+		}
+		if d.Next != s.off {
+			s.outAt = time.Now()
 		}
 		s.off = d.Next
 		if d.Done {

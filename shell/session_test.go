@@ -314,17 +314,18 @@ func TestShellKilled(t *testing.T) {
 	assert.Equal(t, "SIGKILL", st.Signal)
 }
 
-// A builtin waiting for input holds the foreground as the shell; Write answers it.
+// A builtin waiting for input holds the foreground as the shell; Write answers it, and the
+// terminal echoes what was typed, as it would for a person.
 func TestShellReadInput(t *testing.T) {
 	s := newSession(t)
-	st, err := s.Run(ctxT(t, time.Minute), "read -r x; echo got:$x", 200*time.Millisecond)
+	st, err := s.Run(ctxT(t, time.Minute), "read -r x; echo got:$x", waitYield)
 	require.NoError(t, err)
-	require.Equal(t, StateRunning, st.State)
+	require.Equal(t, waitingState, st.State)
 	assert.Equal(t, "bash", st.Foreground)
 	st, err = s.Write(ctxT(t, time.Minute), "hello there\n", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, StateCompleted, st.State)
-	assert.Equal(t, "got:hello there\n", st.Output)
+	assert.Equal(t, "hello there\ngot:hello there\n", st.Output)
 	assert.Equal(t, "read -r x; echo got:$x", st.Command)
 }
 
@@ -389,14 +390,14 @@ func TestShellPromptChanges(t *testing.T) {
 	st, err := s.Write(ctxT(t, time.Minute), "echo typed; (exit 2)\n", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, StateCompleted, st.State)
-	assert.Equal(t, "typed\n", st.Output)
+	assert.Equal(t, "echo typed; (exit 2)\ntyped\n", st.Output, "the terminal echoes the line, as for a person")
 	assert.Equal(t, 2, st.ExitCode)
 
 	// Lines written at the prompt print markers of their own: a late one never ends a later
 	// command.
 	st, err = s.Write(ctxT(t, time.Minute), "echo a\nsleep 0.2; echo b\n", time.Minute)
 	require.NoError(t, err)
-	assert.Equal(t, "a\n", st.Output)
+	assert.Equal(t, "echo a\nsleep 0.2; echo b\na\n", st.Output)
 	st = run(t, s, "echo c")
 	assert.Equal(t, "b\nc\n", st.Output)
 

@@ -56,26 +56,28 @@ type shellIDIn struct {
 }
 
 type shellStepOut struct {
-	ID            string   `json:"id"`
-	State         string   `json:"state" jsonschema:"completed: the shell is back at its prompt; running: the command (or a program it runs in the foreground) still runs; exited: the shell has ended"`
-	Command       string   `json:"command" jsonschema:"the command this step is about"`
-	Output        string   `json:"output" jsonschema:"the output since the previous step, as a terminal shows it; its head and tail when long, with a mark of what was left out"`
-	Omitted       int64    `json:"omitted" jsonschema:"bytes of output left out between the head and the tail"`
-	ExitCode      *int     `json:"exit_code" jsonschema:"completed: the command's status; exited: the shell's; null while running or when a signal ended the shell"`
-	Signal        string   `json:"signal" jsonschema:"the signal that ended the shell, or empty"`
-	Cwd           string   `json:"cwd" jsonschema:"the shell's working directory at its last prompt"`
-	DurationMs    int64    `json:"duration_ms" jsonschema:"how long the command ran, or has run so far"`
-	Foreground    string   `json:"foreground" jsonschema:"while running: the command name of the terminal's foreground program (python3, sleep; bash for the shell itself)"`
-	ForegroundPid int      `json:"foreground_pid"`
-	Notes         []string `json:"notes" jsonschema:"short remarks: set -e stopped the command, PROMPT_COMMAND was put back, output was lost"`
-	Cancelled     bool     `json:"cancelled" jsonschema:"the client cancelled the call: the foreground program was sent Ctrl-C (SIGINT)"`
+	ID            string      `json:"id"`
+	State         string      `json:"state" jsonschema:"completed: the shell is back at its prompt; waiting_for_input: the program in the foreground is blocked reading the terminal (a prompt, a REPL, a password: see input); running: the command (or a program it runs in the foreground) still runs; exited: the shell has ended"`
+	Command       string      `json:"command" jsonschema:"the command this step is about"`
+	Output        string      `json:"output" jsonschema:"the output since the previous step, as a terminal shows it; its head and tail when long, with a mark of what was left out"`
+	Omitted       int64       `json:"omitted" jsonschema:"bytes of output left out between the head and the tail"`
+	ExitCode      *int        `json:"exit_code" jsonschema:"completed: the command's status; exited: the shell's; null while running or when a signal ended the shell"`
+	Signal        string      `json:"signal" jsonschema:"the signal that ended the shell, or empty"`
+	Cwd           string      `json:"cwd" jsonschema:"the shell's working directory at its last prompt"`
+	DurationMs    int64       `json:"duration_ms" jsonschema:"how long the command ran, or has run so far"`
+	Foreground    string      `json:"foreground" jsonschema:"while running: the command name of the terminal's foreground program (python3, sleep; bash for the shell itself)"`
+	ForegroundPid int         `json:"foreground_pid"`
+	Input         *shellInput `json:"input,omitempty" jsonschema:"waiting_for_input: who reads the terminal, how it takes input, and the prompt"`
+	Notes         []string    `json:"notes" jsonschema:"short remarks: set -e stopped the command, PROMPT_COMMAND was put back, output was lost"`
+	Cancelled     bool        `json:"cancelled" jsonschema:"the client cancelled the call: the foreground program was sent Ctrl-C (SIGINT)"`
 }
 
 func shellStepOf(id string, st shell.Step) shellStepOut {
 	out := shellStepOut{ID: id, State: string(st.State), Command: st.Command, Output: st.Output, Omitted: st.Omitted,
 		Signal: st.Signal, Cwd: st.Cwd, DurationMs: st.Duration.Milliseconds(), Foreground: st.Foreground,
 		ForegroundPid: st.ForegroundPid, Notes: nonNil(st.Notes)}
-	if st.State != shell.StateRunning && st.ExitCode >= 0 {
+	out.Input = shellInputOf(st.Input)
+	if st.State != shell.StateRunning && st.State != shell.StateWaitingInput && st.ExitCode >= 0 {
 		code := st.ExitCode
 		out.ExitCode = &code
 	}
@@ -103,6 +105,8 @@ func renderStep(st shellStepOut) string {
 			code = *st.ExitCode
 		}
 		fmt.Fprintf(&b, "[exit code %d; cwd %s]\n", code, st.Cwd)
+	case string(shell.StateWaitingInput):
+		b.WriteString(waitingLine(st.Input, "; shell_write types into it, shell_interrupt sends Ctrl-C"))
 	case string(shell.StateRunning):
 		fmt.Fprintf(&b, "[still running after %v: %s (pid %d) holds the terminal; shell_poll waits for it, shell_write types into it, shell_interrupt sends Ctrl-C]\n",
 			d, st.Foreground, st.ForegroundPid)
@@ -158,8 +162,9 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 			info.ID, info.Pid, info.Cwd, info.ID), info, nil
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_run", Title: "Run a command in a shell session",
-		Description: "Runs a command line in a shell session and waits until it finishes or yield_ms passes; returns the new " +
-			"output and the state: completed (exit code, cwd), running (what holds the terminal), or exited.",
+		Description: "Runs a command line in a shell session and waits until it finishes, waits for input, or yield_ms passes; " +
+			"returns the new output and the state: completed (exit code, cwd), waiting_for_input (a prompt, a REPL or a password " +
+			"prompt reads the terminal: answer with shell_write), running (what holds the terminal), or exited.",
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellRunIn) (string, shellStepOut, error) {
 		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_run", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Run(ctx, in.Command, y)
@@ -167,14 +172,14 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_write", Title: "Type into a shell session",
 		Description: "Types characters to whatever holds a session's terminal (a REPL, a prompt, the shell itself) and waits " +
-			"until the foreground program finishes or yield_ms passes.",
+			"until the foreground program finishes, waits for input again (a REPL's next prompt: milliseconds after its answer), or yield_ms passes.",
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWriteIn) (string, shellStepOut, error) {
 		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_write", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Write(ctx, in.Chars, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_poll", Title: "Wait on a shell session",
-		Description: "Waits until a session's running command finishes or yield_ms passes, and returns the new output and state.",
+		Description: "Waits until a session's running command finishes, waits for input, or yield_ms passes, and returns the new output and state.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
 		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_poll", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {

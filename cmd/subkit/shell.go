@@ -20,17 +20,21 @@ const shellUsage = `usage: subkit shell --script FILE [--yield DUR] [--json] [--
 
 Runs FILE's lines as the commands of one shell session: an interactive bash on a terminal of its
 own, whose state (cwd, variables, functions, an activated virtualenv) stays from one line to the
-next, in the model-friendly environment of subkit bash. Each line runs to completion, or until
---yield (default 10s) has passed while it still runs; a line starting with "> " is typed, without
-the "> ", into the program in the foreground (a REPL, a prompt) instead of run as a command.
+next, in the model-friendly environment of subkit bash. Each line runs to completion, until the
+program in the foreground waits for input (Linux: it is blocked reading the terminal and its
+output has been quiet for 100ms), or until --yield (default 10s) has passed while it still runs;
+a line starting with "> " is typed, without the "> ", into the program in the foreground (a
+REPL, a prompt) instead of run as a command.
 Empty lines are skipped. When FILE is done the session is closed, with everything it started.
 --sandbox confines the shell and everything it starts (Linux), as for subkit bash.
 
 With --json it prints one JSON object:
-  {"steps":[{"command","state","exit_code","cwd","output","foreground","notes"}],"exit_code",
+  {"steps":[{"command","state","exit_code","cwd","output","foreground","input","notes"}],"exit_code",
    "cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
-state is "completed" (exit_code is the command's status), "running" (still running at the
-yield; foreground names the foreground program; exit_code null), "exited" (the shell ended;
+state is "completed" (exit_code is the command's status), "waiting_for_input" (the foreground
+program waits for input: input is {"pid","comm","modes_known","line_mode","echo_off","prompt"},
+echo_off at a password prompt; exit_code null), "running" (still running at the yield;
+foreground names the foreground program; exit_code null), "exited" (the shell ended;
 exit_code is its status, null when a signal ended it), "syntax_error" (refused by bash -n,
 nothing ran) or "refused" (not run: an earlier line still runs, or the shell has exited);
 output is the step's new output (its head and tail beyond 64000 bytes), foreground and notes
@@ -43,13 +47,47 @@ flags:
 `
 
 type shellStep struct {
-	Command    string   `json:"command"`
-	State      string   `json:"state"`
-	ExitCode   *int     `json:"exit_code"`
-	Cwd        string   `json:"cwd"`
-	Output     string   `json:"output"`
-	Foreground string   `json:"foreground,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+	Command    string      `json:"command"`
+	State      string      `json:"state"`
+	ExitCode   *int        `json:"exit_code"`
+	Cwd        string      `json:"cwd"`
+	Output     string      `json:"output"`
+	Foreground string      `json:"foreground,omitempty"`
+	Input      *shellInput `json:"input,omitempty"`
+	Notes      []string    `json:"notes,omitempty"`
+}
+
+// shellInput is a step's shell.InputWait: who waits for input and how the terminal takes it.
+type shellInput struct {
+	Pid        int    `json:"pid" jsonschema:"the process blocked reading the terminal"`
+	Comm       string `json:"comm" jsonschema:"its command name"`
+	ModesKnown bool   `json:"modes_known" jsonschema:"line_mode and echo_off were read from the terminal"`
+	LineMode   bool   `json:"line_mode" jsonschema:"the terminal takes a line at a time: end what you type with \\n; false: every key is read as typed"`
+	EchoOff    bool   `json:"echo_off" jsonschema:"echo is off, as at a password prompt: what is typed is not shown"`
+	Prompt     string `json:"prompt" jsonschema:"the last line of output, usually the prompt's text"`
+}
+
+func shellInputOf(w *shell.InputWait) *shellInput {
+	if w == nil {
+		return nil
+	}
+	return &shellInput{Pid: w.Pid, Comm: w.Comm, ModesKnown: w.ModesKnown, LineMode: w.LineMode, EchoOff: w.EchoOff, Prompt: w.Prompt}
+}
+
+// waitingLine is the status line of a step that waits for input.
+func waitingLine(in *shellInput, how string) string {
+	if in == nil {
+		return "[waiting for input]\n"
+	}
+	desc := (&shell.InputWait{EchoOff: in.EchoOff}).Describe()
+	mode := ""
+	switch {
+	case in.ModesKnown && in.LineMode:
+		mode = " in line mode (end the input with a newline)"
+	case in.ModesKnown:
+		mode = " key by key"
+	}
+	return fmt.Sprintf("[%s: %s (pid %d) reads the terminal%s%s]\n", desc, in.Comm, in.Pid, mode, how)
 }
 
 type shellOutput struct {
@@ -177,8 +215,8 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 			step.State, step.Output = "refused", err.Error()
 		default:
 			step.State, step.Cwd, step.Output = string(st.State), st.Cwd, st.Output
-			step.Foreground, step.Notes = st.Foreground, st.Notes
-			if st.State != shell.StateRunning && st.ExitCode >= 0 {
+			step.Foreground, step.Notes, step.Input = st.Foreground, st.Notes, shellInputOf(st.Input)
+			if st.State != shell.StateRunning && st.State != shell.StateWaitingInput && st.ExitCode >= 0 {
 				code := st.ExitCode
 				step.ExitCode = &code
 			}
@@ -211,6 +249,8 @@ func renderShellStep(st shellStep) string {
 		}
 	case "running":
 		fmt.Fprintf(&b, "[still running: %s in the foreground]\n", st.Foreground)
+	case "waiting_for_input":
+		b.WriteString(waitingLine(st.Input, "; a \"> \" line types into it"))
 	case "exited":
 		if st.ExitCode != nil {
 			fmt.Fprintf(&b, "[the shell exited with status %d]\n", *st.ExitCode)

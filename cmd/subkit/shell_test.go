@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/shell"
 )
 
 func writeScript(t *testing.T, text string) string {
@@ -36,8 +38,8 @@ func TestShellScriptJSON(t *testing.T) {
 		"exit 3",
 		"echo after",
 	}, "\n"))
-	// The yield runs out twice (cat waits for input), so it is short; every other line ends
-	// long before it.
+	// cat waits for input: its steps end as soon as it does (Linux), or at the yield, which
+	// is short for that reason; every other line ends long before it.
 	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", "3s", "--json")
 	require.Equal(t, 0, code, out)
 	o := decode[shellOutput](t, out)
@@ -52,9 +54,9 @@ func TestShellScriptJSON(t *testing.T) {
 		{"completed", 0, "42 from /usr\n"},
 		{"completed", 1, ""},
 		{"syntax_error", 2, "bash: line 1: syntax error near unexpected token `)'\nbash: line 1: `echo )'"},
-		{"running", -1, ""},
-		{"running", -1, "typed into cat\n"},
-		{"completed", 0, ""},
+		{waitingState, -1, ""},
+		{waitingState, -1, "typed into cat\ntyped into cat\n"}, // the terminal's echo, then cat's copy
+		{"completed", 0, "\n"},                                 // the echo of the newline after Ctrl-D
 		{"completed", 0, "no newline"},
 		{"exited", 3, ""},
 		{"refused", -1, ""},
@@ -74,6 +76,12 @@ func TestShellScriptJSON(t *testing.T) {
 	}
 	assert.Equal(t, "/usr", o.Steps[2].Cwd)
 	assert.Equal(t, "cat", o.Steps[5].Foreground)
+	if waitingState == string(shell.StateWaitingInput) {
+		require.NotNil(t, o.Steps[5].Input)
+		assert.Equal(t, "cat", o.Steps[5].Input.Comm)
+		assert.True(t, o.Steps[5].Input.LineMode)
+		assert.False(t, o.Steps[5].Input.EchoOff)
+	}
 	assert.Contains(t, o.Steps[10].Output, "exited")
 	assert.Nil(t, o.ExitCode, "the last step was refused")
 }
@@ -100,4 +108,17 @@ func TestShellScriptErrors(t *testing.T) {
 	code, out, _ := cli(t, "", "shell", "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "usage: subkit shell")
+}
+
+// A password prompt says so in the text and the JSON, at once.
+func TestShellScriptWaitingForInput(t *testing.T) {
+	if waitingState != string(shell.StateWaitingInput) {
+		t.Skip("waiting_for_input is told on Linux only")
+	}
+	script := writeScript(t, "read -rs -p 'Password: ' pw; echo; echo ${#pw}\n> secret\n")
+	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", "5m")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "$ read -rs -p 'Password: ' pw; echo; echo ${#pw}\nPassword: \n"+
+		"[waiting for input (echo off): bash (pid ", out[:len("$ read -rs -p 'Password: ' pw; echo; echo ${#pw}\nPassword: \n[waiting for input (echo off): bash (pid ")])
+	assert.Contains(t, out, ") reads the terminal in line mode (end the input with a newline); a \"> \" line types into it]\n> secret\n\n6\n")
 }

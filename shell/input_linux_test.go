@@ -1,0 +1,121 @@
+package shell
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A program blocked reading the terminal is reported waiting_for_input as soon as its output
+// settles, never after the whole yield: a read prompt, grep on stdin, a python REPL line and
+// a password prompt (echo off). The yields are 30 s; the test's context bounds what would hang.
+func TestShellWaitingForInput(t *testing.T) {
+	s := newSession(t)
+	const yield = 30 * time.Second
+	for _, tc := range []struct {
+		name, command string
+		comm          string
+		prompt        string
+		lineMode      bool
+		echoOff       bool
+		answer        string
+		output        string
+	}{
+		{"read prompt", `read -r -p "Continue? [Y/n] " a; echo "answer=$a"`, "bash", "Continue? [Y/n] ", true, false, "y\n", "y\nanswer=y\n"},
+		{"grep on stdin", "grep TODO", "grep", "", true, false, "a TODO here\n\x04", "a TODO here\na TODO here\n"},
+		{"password", `read -rs -p "Password: " pw; echo; echo "len=${#pw}"`, "bash", "Password: ", true, true, "hunter2\n", "\nlen=7\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			st, err := s.Run(ctxT(t, time.Minute), tc.command, yield)
+			took := time.Since(start)
+			require.NoError(t, err)
+			require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+			t.Logf("%s: waiting_for_input after %v", tc.name, took)
+			assert.Less(t, took, yield/2, "returned long before the yield")
+			require.NotNil(t, st.Input)
+			assert.Equal(t, tc.comm, st.Input.Comm)
+			assert.NotZero(t, st.Input.Pid)
+			assert.True(t, st.Input.ModesKnown)
+			assert.Equal(t, tc.lineMode, st.Input.LineMode)
+			assert.Equal(t, tc.echoOff, st.Input.EchoOff)
+			assert.Equal(t, tc.prompt, st.Input.Prompt)
+			assert.Equal(t, tc.prompt, st.Output)
+			assert.Equal(t, -1, st.ExitCode)
+			if tc.echoOff {
+				assert.Equal(t, "waiting for input (echo off)", st.Input.Describe())
+			}
+
+			// A Poll with nothing new confirms at once.
+			st, err = s.Poll(ctxT(t, time.Minute), yield)
+			require.NoError(t, err)
+			assert.Equal(t, StateWaitingInput, st.State)
+			assert.Equal(t, "", st.Output)
+			assert.Equal(t, tc.prompt, st.Input.Prompt)
+
+			var out strings.Builder
+			st, err = s.Write(ctxT(t, time.Minute), tc.answer, yield)
+			require.NoError(t, err)
+			out.WriteString(st.Output)
+			for st.State != StateCompleted {
+				require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+				st, err = s.Poll(ctxT(t, time.Minute), yield)
+				require.NoError(t, err)
+				out.WriteString(st.Output)
+			}
+			assert.Equal(t, tc.output, out.String())
+		})
+	}
+}
+
+// A python REPL line answered in milliseconds returns in milliseconds, with the next prompt.
+func TestShellREPLWaitingForInput(t *testing.T) {
+	lookPath(t, "python3")
+	s := newSession(t)
+	const yield = 30 * time.Second
+	st, err := s.Run(ctxT(t, time.Minute), "python3 -q", yield)
+	require.NoError(t, err)
+	require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+	assert.Equal(t, ">>> ", st.Input.Prompt)
+	assert.False(t, st.Input.LineMode, "readline reads keys")
+	assert.False(t, st.Input.EchoOff)
+	assert.True(t, strings.HasPrefix(st.Input.Comm, "python"), st.Input.Comm)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		st, err = s.Write(ctxT(t, time.Minute), "1+1\n", yield)
+		took := time.Since(start)
+		require.NoError(t, err)
+		require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+		assert.Equal(t, "1+1\n2\n>>> ", st.Output)
+		assert.Less(t, took, yield/2)
+		t.Logf("1+1 answered after %v", took)
+	}
+	st, err = s.Write(ctxT(t, time.Minute), "exit()\n", yield)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+}
+
+// Busy programs are never taken for waiting ones: a sleep, a loop of the shell's own, a
+// program reading a pipe, and a program polling a socket.
+func TestShellBusyIsNotWaiting(t *testing.T) {
+	lookPath(t, "python3")
+	s := newSession(t)
+	for _, cmd := range []string{
+		"sleep 100",
+		"while :; do :; done",
+		"sleep 100 | cat",
+		`python3 -c 'import socket; a, b = socket.socketpair(); a.recv(1)'`,
+		`python3 -c 'import select, os; r, w = os.pipe(); select.select([r], [], [])'`,
+	} {
+		st, err := s.Run(ctxT(t, time.Minute), cmd, time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, StateRunning, st.State, "%s: %+v", cmd, st)
+		assert.Nil(t, st.Input)
+		st, err = s.Interrupt(ctxT(t, time.Minute), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, StateCompleted, st.State, "%s: %+v", cmd, st)
+	}
+}
