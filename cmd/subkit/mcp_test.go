@@ -570,12 +570,12 @@ func TestMcpShell(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("42\n%s\n[exit code 0; cwd %s]\n", dir, dir), text)
 
 	text = c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "read -r line; echo got $line", "yield_ms": 200}, &st)
-	assert.Equal(t, "running", st.State)
+	assert.Equal(t, waitingState, st.State)
 	assert.Nil(t, st.ExitCode)
-	assert.Contains(t, text, "[still running after")
+	assert.Contains(t, text, map[string]string{"running": "[still running after", "waiting_for_input": "[waiting for input: bash"}[waitingState])
 	c.callOK(t, "shell_write", map[string]any{"id": info.ID, "chars": "hello\n"}, &st)
 	assert.Equal(t, "completed", st.State)
-	assert.Equal(t, "got hello\n", st.Output)
+	assert.Equal(t, "hello\ngot hello\n", st.Output)
 
 	c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "sleep 600", "yield_ms": 100}, &st)
 	assert.Equal(t, "running", st.State)
