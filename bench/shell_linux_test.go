@@ -5,8 +5,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/subkit/subkit/shell"
 	"github.com/subkit/subkit/subprocess"
@@ -53,6 +57,92 @@ func BenchmarkShellTrue(b *testing.B) {
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkShellREPLLine is row 19: a python REPL line typed into a warm shell session, from
+// the keystrokes to the Step that returns with the answer and the next prompt
+// (Session.Write of "1+1\n" with a 30 s yield, returned as waiting_for_input once python is
+// blocked reading the terminal again and its output has been quiet for Config.InputSettle),
+// against the codex-style fixed yield: the same line written to `python3 -q` on a pty of its
+// own (creack/pty), then a fixed 250 ms wait before the output is read.
+func BenchmarkShellREPLLine(b *testing.B) {
+	ctx := context.Background()
+	python := lookPath(b, "python3")
+	b.Run("subkit", func(b *testing.B) {
+		svc := newService(b, subprocess.Config{})
+		s, err := shell.Open(ctx, shell.Config{Service: svc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				b.Errorf("close session: %v", err)
+			}
+		})
+		st, err := s.Run(ctx, python+" -q", time.Minute)
+		if err != nil || st.State != shell.StateWaitingInput {
+			b.Fatalf("start python: %+v, %v", st, err)
+		}
+		for b.Loop() {
+			st, err := s.Write(ctx, "1+1\n", 30*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st.State != shell.StateWaitingInput || !strings.Contains(st.Output, "2\n>>> ") {
+				b.Fatalf("1+1: %+v", st)
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		_, env := benchEnv(b)
+		cmd := exec.Command(python, "-q")
+		cmd.Env = append(env, "TERM=dumb")
+		ptm, err := pty.Start(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			ptm.Close()
+		})
+		out := make(chan []byte, 64)
+		go func() {
+			for {
+				buf := make([]byte, 4096)
+				n, err := ptm.Read(buf)
+				if n > 0 {
+					out <- buf[:n]
+				}
+				if err != nil {
+					close(out)
+					return
+				}
+			}
+		}()
+		drain := func() string {
+			var got strings.Builder
+			for {
+				select {
+				case p := <-out:
+					got.Write(p)
+				default:
+					return got.String()
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond) // the fixed yield: the banner and prompt
+		drain()
+		for b.Loop() {
+			if _, err := ptm.Write([]byte("1+1\n")); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(250 * time.Millisecond) // the fixed yield
+			if got := drain(); !strings.Contains(got, "2\r\n>>> ") {
+				b.Fatalf("1+1: %q", got)
 			}
 		}
 	})
