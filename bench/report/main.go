@@ -308,6 +308,15 @@ var rows = []row{
 		Check:    speedup(0),
 		Note:     "session opened untimed; python3 is the interpreter itself, not a version manager's shim",
 	},
+	{
+		Title: "python REPL line `1+1` in a shell session (`Session.Write` with a 30 s yield, returned as " +
+			"`waiting_for_input` once python reads the terminal again and the output has been quiet for `InputSettle`, 100 ms)",
+		Baseline: "the codex-style fixed yield: the line written to `python3 -q` on a pty, output read after 250 ms",
+		Target:   reportOnly,
+		Bench:    "BenchmarkShellREPLLine",
+		Check:    speedup(0),
+		Note:     "session and REPL started untimed; the figure is the settle plus two /proc probes",
+	},
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
