@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The tests of this file attack the sandbox as model-written code would, and assert what the
@@ -137,19 +140,34 @@ func TestAdversaryHostSockets(t *testing.T) {
 			xdg := filepath.Join(w.root, "xdg")
 			require.NoError(t, os.Mkdir(xdg, 0o700))
 			docker, allowed := filepath.Join(xdg, "docker.sock"), filepath.Join(xdg, "allowed.sock")
-			listen(t, docker)
-			listen(t, allowed)
-			prog := w.self(t, "connect", agentSock, docker, allowed)
-			prog.Env = append(prog.Env, "SSH_AUTH_SOCK="+agentSock, "XDG_RUNTIME_DIR="+xdg)
+			// Elsewhere: in the home directory, where no private file system covers it (as
+			// colima's docker.sock or a password manager's agent), and reached through a link
+			// the program makes in its workspace.
+			lima := filepath.Join(w.home, ".lima", "docker.sock")
+			require.NoError(t, os.Mkdir(filepath.Dir(lima), 0o755))
+			own := filepath.Join(w.work, "own.sock") // the program's own, in its workspace
+			for _, s := range []string{docker, allowed, lima, own} {
+				listen(t, s)
+			}
+			prog := w.self(t, "connect", agentSock, docker, allowed, lima, "own.sock", "lima-link.sock", "/proc/self/cwd/own.sock")
+			prog.Env = append(prog.Env, "SSH_AUTH_SOCK="+agentSock, "XDG_RUNTIME_DIR="+xdg, "LINK_TO="+lima)
 			r, rep := v.run(t, Policy{AllowUnixSockets: []string{allowed}}, prog)
 			require.Contains(t, r.stdout, "agent-env=none", "SSH_AUTH_SOCK is not passed: %+v", r)
 			require.Contains(t, r.stdout, "connected "+allowed, "the allowed socket: %+v", r)
+			require.Contains(t, r.stdout, "connected own.sock\n", "a socket of the workspace, by a relative path: %+v", r)
+			require.Contains(t, r.stdout, "connected /proc/self/cwd/own.sock\n", "%+v", r)
 			if v.backend == Landlock {
 				require.True(t, unenforcedSays(rep, "pathname Unix sockets"), "%q", rep.Unenforced)
 				return
 			}
 			require.Contains(t, r.stdout, "refused "+agentSock, "%+v", r)
 			require.Contains(t, r.stdout, "refused "+docker, "%+v", r)
+			if v.backend == Bubblewrap {
+				require.True(t, unenforcedSays(rep, "a socket elsewhere"), "%q", rep.Unenforced)
+				return
+			}
+			require.Contains(t, r.stdout, "refused "+lima+": dial unix "+lima+": connect: permission denied", "%+v", r)
+			require.Contains(t, r.stdout, "refused lima-link.sock", "%+v", r)
 		})
 	}
 }
@@ -180,6 +198,11 @@ func connectMode(paths []string) error {
 		agent = "none"
 	}
 	os.Stdout.WriteString("agent-env=" + agent + "\n")
+	if to := os.Getenv("LINK_TO"); to != "" {
+		if err := os.Symlink(to, "lima-link.sock"); err != nil {
+			return err
+		}
+	}
 	for _, p := range paths {
 		c, err := net.Dial("unix", p)
 		if err != nil {
@@ -379,4 +402,103 @@ echo new > cfg/new && echo made-beside; echo done`))
 			require.NoFileExists(t, mark, "code the program planted ran outside")
 		})
 	}
+}
+
+// The connect(2) calls the namespaces backend checks for the program answer as the kernel's
+// own do: a bad descriptor, a file that is not a socket, an address too long or unreadable, a
+// socket reached through an O_PATH descriptor, a non-blocking socket, and many threads at once.
+// Every backend prints the same lines.
+func TestAdversaryConnectAnswers(t *testing.T) {
+	for _, v := range variants(t) {
+		t.Run(v.name, func(t *testing.T) {
+			w := newWorld(t)
+			listen(t, filepath.Join(w.work, "own.sock"))
+			r, _ := v.run(t, Policy{}, w.self(t, "connect-edges", "own.sock"))
+			require.Equal(t, 0, r.code, "%+v", r)
+			require.Equal(t, "bad-fd: bad file descriptor\nnot-socket: socket operation on non-socket\n"+
+				"too-long: invalid argument\nunreadable: bad address\no-path: ok\nnon-blocking: ok\nthreads: 400 ok\n", r.stdout, "%+v", r)
+		})
+	}
+}
+
+// connectEdgesMode makes the calls of TestAdversaryConnectAnswers to the socket at path.
+func connectEdgesMode(path string) error {
+	addr := func(p string) *unix.RawSockaddrUnix {
+		sa := &unix.RawSockaddrUnix{Family: unix.AF_UNIX}
+		for i := range len(p) {
+			sa.Path[i] = int8(p[i])
+		}
+		return sa
+	}
+	raw := func(fd int, p unsafe.Pointer, n uintptr) error {
+		if _, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(p), n); errno != 0 {
+			return errno
+		}
+		return nil
+	}
+	say := func(name string, err error) {
+		msg := "ok"
+		if err != nil {
+			msg = err.Error()
+		}
+		os.Stdout.WriteString(name + ": " + msg + "\n")
+	}
+	sa := addr(path)
+	size := unsafe.Sizeof(*sa)
+	say("bad-fd", raw(1000, unsafe.Pointer(sa), size))
+	f, err := os.Open("/dev/null")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	say("not-socket", raw(int(f.Fd()), unsafe.Pointer(sa), size))
+	sock := func(flags int) (int, error) {
+		return unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|flags, 0)
+	}
+	s, err := sock(0)
+	if err != nil {
+		return err
+	}
+	say("too-long", raw(s, unsafe.Pointer(sa), 200))
+	if _, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(s), 8, size); errno != 0 { // an address nothing is mapped at
+		say("unreadable", errno)
+	} else {
+		say("unreadable", nil)
+	}
+	unix.Close(s)
+	o, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	s, err = sock(0)
+	if err != nil {
+		return err
+	}
+	say("o-path", raw(s, unsafe.Pointer(addr("/proc/self/fd/"+strconv.Itoa(o))), size))
+	unix.Close(s)
+	s, err = sock(unix.SOCK_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	say("non-blocking", raw(s, unsafe.Pointer(sa), size))
+	unix.Close(s)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				c, err := net.Dial("unix", path)
+				if err == nil {
+					c.Close()
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	os.Stdout.WriteString("threads: " + strconv.Itoa(ok) + " ok\n")
+	return nil
 }

@@ -28,7 +28,8 @@
 //     program's files), the writable roots bound, hidden paths mounted over, protected paths
 //     bound read-only, and the directories and links of a writable root on the way to a hidden
 //     or protected path bound onto themselves (so they cannot be renamed, removed or
-//     re-pointed). It then starts itself again, in a new session, to confine itself as the
+//     re-pointed). With the network off it also answers the program's connect(2) calls
+//     (seccomp user notification), connecting only to sockets the Policy allows. It then starts itself again, in a new session, to confine itself as the
 //     Landlock backend does (Landlock keeping out hidden paths that appear later) and exec the
 //     program; it passes the kit's signals on to every process of the namespace and exits
 //     with the program's status, which ends whatever the program left inside.

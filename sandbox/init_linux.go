@@ -37,6 +37,15 @@ func runInit(pl *plan) int {
 	if pl.Terminal {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
+	gate := -1 // the init's end of the socket the confining helper sends its listener on; kept to the end
+	if pl.Gate {
+		var child *os.File
+		if gate, child, err = gatePair(); err != nil {
+			return fail("starting the program", err)
+		}
+		defer child.Close()
+		cmd.ExtraFiles = []*os.File{child} // gateFD
+	}
 	// Besides SIGCHLD, the signals passed on to every process of the namespace: those the kit
 	// and a terminal send to end or interrupt a tree. (A pid namespace's init gets no signal
 	// it has no handler for, so the program, which is never the init, gets them from it.)
@@ -46,6 +55,10 @@ func runInit(pl *plan) int {
 		return fail("starting the program", err)
 	}
 	child := cmd.Process.Pid
+	if gate >= 0 {
+		cmd.ExtraFiles[0].Close()
+		go serveGate(gate, pl)
+	}
 	for sig := range sigs {
 		if sig != unix.SIGCHLD {
 			_ = unix.Kill(-1, sig.(syscall.Signal)) // ESRCH: nothing left to pass it to
@@ -101,7 +114,9 @@ func (l *Launch) SysProcAttr() *syscall.SysProcAttr {
 // SetNamespaces sets on a what starting a Launch whose Cloneflags are cloneflags needs: the
 // new namespaces, this process's uid and gid mapped to themselves in the new user namespace
 // (no other user exists there), and, for a uid other than 0, the capabilities the helper needs
-// there to build the program's view (it drops every capability before the program starts).
+// there to build the program's view and to check the program's connect(2) calls (CAP_SYS_PTRACE
+// in that namespace, where Yama asks for it); it drops every capability before the program
+// starts.
 // It does nothing when cloneflags is 0.
 func SetNamespaces(a *syscall.SysProcAttr, cloneflags uintptr) {
 	if cloneflags == 0 {
@@ -113,6 +128,6 @@ func SetNamespaces(a *syscall.SysProcAttr, cloneflags uintptr) {
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
 	if uid != 0 {
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE}
 	}
 }

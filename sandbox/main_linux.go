@@ -107,8 +107,15 @@ func confine(pl *plan) (string, error) {
 		return "dropping capabilities", err
 	}
 	if pl.Seccomp {
-		if err := loadSeccomp(pl.NetworkOff); err != nil {
+		gate := pl.Gate && pl.Stage == stageConfine
+		listener, err := loadSeccomp(pl.NetworkOff, gate)
+		if err != nil {
 			return "loading the seccomp filter", err
+		}
+		if gate {
+			if err := sendGate(listener); err != nil {
+				return "handing connect(2) to the sandbox's init", err
+			}
 		}
 	}
 	return "", nil

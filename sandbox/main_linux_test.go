@@ -43,6 +43,8 @@ func testMode(mode string, args []string) int {
 			return callerMode()
 		case "connect":
 			return connectMode(args)
+		case "connect-edges":
+			return connectEdgesMode(args[0])
 		case "dial":
 			c, err := net.Dial("tcp", args[0])
 			if err != nil {

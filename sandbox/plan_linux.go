@@ -41,6 +41,8 @@ type plan struct {
 	Stage      string       `json:"stage,omitempty"`    // namespaces route: stageInit or stageConfine
 	Terminal   bool         `json:"terminal,omitempty"` // the program keeps stdin as its controlling terminal
 	PidMax     int          `json:"pid_max,omitempty"`  // namespaces route: kernel.pid_max of the new pid namespace
+	Gate       bool         `json:"gate,omitempty"`     // namespaces route, network off: connect(2) goes through the init's connectGate
+	Sockets    []string     `json:"sockets,omitempty"`  // the gate: sockets allowed by name (Policy.AllowUnixSockets)
 	Probe      *probeChecks `json:"probe,omitempty"`    // the probe's checks, run after confinement and before the exec
 	Stage2     bool         `json:"stage2,omitempty"`   // the probe's second stage: report and exit
 }

@@ -27,8 +27,9 @@ type Policy struct {
 	// AllowUnixSockets lists pathname Unix sockets outside the writable roots the program may
 	// connect to ("~/" and relative paths as for Hidden; each must exist and be a socket).
 	// By default none is reachable where the backend runs the program in namespaces of its
-	// own: /run, /var/run, $XDG_RUNTIME_DIR and /tmp are replaced by private ones, and
-	// SSH_AUTH_SOCK is not passed (the Report says what a backend without namespaces leaves
+	// own: /run, /var/run, $XDG_RUNTIME_DIR and /tmp are replaced by private ones,
+	// SSH_AUTH_SOCK is not passed, and, with the network off, the namespaces backend checks
+	// every connect(2) (the Report says what another backend or the network on leaves
 	// reachable).
 	AllowUnixSockets []string
 	// Protected lists paths inside the writable roots that stay read-only, in addition to

@@ -63,6 +63,7 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	switch info.backend {
 	case Namespaces:
 		pl.Route, pl.ABI, pl.Writable, pl.Mounts, pl.Absent = routeNSInit, info.abi, r.writable, mountPlan(r), r.absent
+		pl.Gate, pl.Sockets = r.networkOff && info.seccomp && info.gate, r.sockets
 		if r.limits.Processes != 0 && info.pidMax {
 			// Processes and threads of the namespace, the init included: pids 1 to PidMax-1.
 			pl.PidMax = int(max(r.limits.Processes+2, minPidMax))
@@ -185,7 +186,11 @@ func limitsOf(info backendInfo, r *resolved) (unenforced, notes []string) {
 		} else {
 			notes = append(notes, "the program is a child of the sandbox's init, which reports a program killed by signal N as exit status 128+N")
 		}
-		unenforced = append(unenforced, "connect(2) to a pathname Unix socket outside the writable roots is refused only where a private /tmp, /run or $XDG_RUNTIME_DIR or a hidden path covers it; a socket elsewhere (in the home directory, say) is reachable unless hidden")
+		if info.backend == Namespaces && r.networkOff && info.seccomp && info.gate {
+			unenforced = append(unenforced, "a datagram sent with an address (sendto(2), sendmsg(2)) to a pathname Unix datagram socket outside the writable roots is not checked; connect(2) is")
+		} else {
+			unenforced = append(unenforced, "connect(2) to a pathname Unix socket outside the writable roots is refused only where a private /tmp, /run or $XDG_RUNTIME_DIR or a hidden path covers it; a socket elsewhere (in the home directory, say) is reachable unless hidden (the namespaces backend with the network off checks every connect, unless kernel.yama.ptrace_scope is 3)")
+		}
 		if len(r.hidden) > 0 {
 			notes = append(notes, "hidden directories are empty and unreadable, hidden files empty")
 		}

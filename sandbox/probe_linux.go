@@ -76,7 +76,7 @@ func newSandbox(ctx context.Context, helper string, opts probeOptions) (_ *Sandb
 
 	if opts.noNamespaces {
 		s.missing[Namespaces] = "not tried"
-	} else if err := pr.try(ctx, backendInfo{backend: Namespaces, abi: abi, pidMax: kernelAtLeast(6, 14)}, !opts.noSeccomp); err != nil {
+	} else if err := pr.try(ctx, backendInfo{backend: Namespaces, abi: abi, pidMax: kernelAtLeast(6, 14), gate: ptraceAllowed()}, !opts.noSeccomp); err != nil {
 		return nil, err
 	}
 
@@ -263,6 +263,13 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // kernelAtLeast reports whether the running kernel's release is major.minor or later.
+// ptraceAllowed reports whether Yama lets a process with CAP_SYS_PTRACE read another's memory
+// and take its descriptors, as the connectGate does: every kernel.yama.ptrace_scope but 3.
+func ptraceAllowed() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	return err != nil || strings.TrimSpace(string(b)) != "3"
+}
+
 func kernelAtLeast(major, minor int) bool {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {

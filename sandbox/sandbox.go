@@ -81,6 +81,7 @@ type backendInfo struct {
 	bwrap    string // bwrap's path (Bubblewrap backend)
 	pidMax   bool   // kernel.pid_max can be set in a new pid namespace (Linux 6.14)
 	capsKept bool   // the program keeps capabilities (no CAP_SETPCAP to drop the bounding set)
+	gate     bool   // the init can read the program's memory and take its descriptors (connectGate)
 }
 
 // Backends returns the working backends, in the order Prepare tries them for a Policy with

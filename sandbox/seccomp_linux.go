@@ -35,9 +35,9 @@ func deniedSyscalls() []string {
 
 // seccompPolicy is the filter of a confined program: deniedSyscalls, new namespaces
 // (unshare, clone with CLONE_NEW*; clone3, whose flags a filter cannot read, fails with ENOSYS
-// so that callers fall back to clone), TIOCSTI (typing into the terminal), and with the
-// network off every socket but AF_UNIX.
-func seccompPolicy(info *arch.Info, networkOff bool) seccomp.Policy {
+// so that callers fall back to clone), TIOCSTI (typing into the terminal), with the network
+// off every socket but AF_UNIX, and with gate every connect(2) handed to the connectGate.
+func seccompPolicy(info *arch.Info, networkOff, gate bool) seccomp.Policy {
 	var names []string
 	for _, n := range deniedSyscalls() {
 		if _, ok := info.SyscallNames[n]; ok { // not every architecture has every call
@@ -69,26 +69,27 @@ func seccompPolicy(info *arch.Info, networkOff bool) seccomp.Policy {
 			seccomp.NameWithConditions{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
 		)
 	}
-	return seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: names},
-			{Action: seccomp.ActionErrno, NamesWithCondtions: with},
-			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
-		},
+	groups := []seccomp.SyscallGroup{
+		{Action: seccomp.ActionErrno, Names: names},
+		{Action: seccomp.ActionErrno, NamesWithCondtions: with},
+		{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 	}
+	if gate {
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionUserNotify, Names: []string{"connect"}})
+	}
+	return seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups}
 }
 
 // seccompProgram assembles the filter. The library lets a system call of another
 // architecture (int 0x80 from an x86-64 process: the i386 table, where socketcall(2) does all
 // of socket's work) through to its default action, allow here; the program starts by killing
 // any process that makes one.
-func seccompProgram(networkOff bool) ([]unix.SockFilter, error) {
+func seccompProgram(networkOff, gate bool) ([]unix.SockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
-	pol := seccompPolicy(info, networkOff)
+	pol := seccompPolicy(info, networkOff, gate)
 	body, err := pol.Assemble()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: assembling the filter: %w", err)
@@ -111,15 +112,24 @@ func seccompProgram(networkOff bool) ([]unix.SockFilter, error) {
 }
 
 // loadSeccomp installs the filter on the calling thread (locked, and the one that will exec).
-// NO_NEW_PRIVS must be set already.
-func loadSeccomp(networkOff bool) error {
-	filter, err := seccompProgram(networkOff)
+// NO_NEW_PRIVS must be set already. With gate it returns the filter's notification listener,
+// for the connectGate; else -1.
+func loadSeccomp(networkOff, gate bool) (int, error) {
+	filter, err := seccompProgram(networkOff, gate)
 	if err != nil {
-		return err
+		return -1, err
+	}
+	var flags uintptr
+	if gate {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
 	}
-	return nil
+	if !gate {
+		return -1, nil
+	}
+	return int(fd), nil
 }

@@ -29,7 +29,7 @@ func TestSeccompProgram(t *testing.T) {
 		kill  = uint32(seccomp.ActionKillProcess)
 	)
 	for _, networkOff := range []bool{true, false} {
-		filter, err := seccompProgram(networkOff)
+		filter, err := seccompProgram(networkOff, false)
 		require.NoError(t, err)
 		insts := make([]bpf.Instruction, len(filter))
 		for i, f := range filter {
