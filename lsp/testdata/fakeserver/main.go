@@ -253,6 +253,12 @@ func (s *server) handle(m message) {
 				"registerOptions": map[string]any{"watchers": []any{map[string]any{"globPattern": s.watch}}},
 			}}})
 		}
+		if s.pull == "dynamic" {
+			go s.request("client/registerCapability", map[string]any{"registrations": []any{map[string]any{
+				"id": "pull-1", "method": "textDocument/diagnostic",
+				"registerOptions": map[string]any{"identifier": "fake", "interFileDependencies": false, "workspaceDiagnostics": false},
+			}}})
+		}
 	case "workspace/didChangeWatchedFiles": // republish the open documents whose diagnostics changed, as gopls does
 		s.mu.Lock()
 		s.watched = append(s.watched, p["changes"].([]any)...)
@@ -274,12 +280,6 @@ func (s *server) handle(m message) {
 		w := s.watched
 		s.mu.Unlock()
 		s.reply(m.ID, w)
-		if s.pull == "dynamic" {
-			go s.request("client/registerCapability", map[string]any{"registrations": []any{map[string]any{
-				"id": "pull-1", "method": "textDocument/diagnostic",
-				"registerOptions": map[string]any{"identifier": "fake", "interFileDependencies": false, "workspaceDiagnostics": false},
-			}}})
-		}
 	case "textDocument/didOpen":
 		doc := p["textDocument"].(map[string]any)
 		uri, text := doc["uri"].(string), doc["text"].(string)
