@@ -102,7 +102,9 @@ type Config struct {
 	// private TMPDIR writable, the credential stores of sandbox.DefaultHidden hidden, no
 	// network), or a mapping with the keys writable, hidden (lists of paths; hidden adds to
 	// the credential stores), noDefaultHidden (true: only hidden is hidden), allowUnixSockets
-	// (sockets the commands may connect to), network ("on" or "off"), backend and limits
+	// (sockets the commands may connect to), protected (paths of the writable roots kept
+	// read-only, added to sandbox.DefaultProtected), noDefaultProtected (true: only protected
+	// is protected), network ("on" or "off"), backend and limits
 	// (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes). New fails with
 	// ErrUnsupported when nothing here can enforce it; a command never runs unconfined when
 	// confinement was asked for. It needs the kit's helper executable, as Guard does.

@@ -297,6 +297,14 @@ func toString(v any) (string, error) {
 	return s, nil
 }
 
+func toBool(v any) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("want true or false, got %s", describe(v))
+	}
+	return b, nil
+}
+
 // toPolicy reads the sandbox block: true (the default policy), false (none), or a mapping.
 func toPolicy(v any) (*sandbox.Policy, error) {
 	switch x := v.(type) {
@@ -323,7 +331,7 @@ func toPolicy(v any) (*sandbox.Policy, error) {
 }
 
 // policyKeys are the keys of a sandbox mapping.
-const policyKeys = "writable, hidden, noDefaultHidden, allowUnixSockets, network, backend, limits"
+const policyKeys = "writable, hidden, noDefaultHidden, allowUnixSockets, protected, noDefaultProtected, network, backend, limits"
 
 func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 	switch key {
@@ -332,13 +340,13 @@ func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 	case "hidden":
 		p.Hidden, err = toStrings(v)
 	case "noDefaultHidden":
-		b, ok := v.(bool)
-		if !ok {
-			return fmt.Errorf("want true or false, got %s", describe(v))
-		}
-		p.NoDefaultHidden = b
+		p.NoDefaultHidden, err = toBool(v)
 	case "allowUnixSockets":
 		p.AllowUnixSockets, err = toStrings(v)
+	case "protected":
+		p.Protected, err = toStrings(v)
+	case "noDefaultProtected":
+		p.NoDefaultProtected, err = toBool(v)
 	case "network":
 		var s string
 		if s, err = toString(v); err == nil {

@@ -44,6 +44,9 @@ func TestSandboxConfigFile(t *testing.T) {
 	c, err = bash.ParseConfigYAML([]byte("sandbox:\n  hidden: [~/.x]\n  noDefaultHidden: true\n  allowUnixSockets: [/run/a.sock]\n"))
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Policy{Hidden: []string{"~/.x"}, NoDefaultHidden: true, AllowUnixSockets: []string{"/run/a.sock"}}, *c.Sandbox)
+	c, err = bash.ParseConfigYAML([]byte("sandbox:\n  protected: [.tool-versions]\n  noDefaultProtected: true\n"))
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.Policy{Protected: []string{".tool-versions"}, NoDefaultProtected: true}, *c.Sandbox)
 	c, err = bash.ParseConfigYAML([]byte("sandbox: true\n"))
 	require.NoError(t, err)
 	assert.Equal(t, &sandbox.Policy{}, c.Sandbox)
@@ -51,7 +54,8 @@ func TestSandboxConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(64), c.Sandbox.Limits.OpenFiles)
 	for _, bad := range []string{"sandbox: 3\n", "sandbox: {network: maybe}\n", "sandbox: {wrtable: [/w]}\n", "sandbox: {limits: {procs: 1}}\n",
-		"sandbox: {noDefaultHidden: yes please}\n", "sandbox: {allowUnixSockets: /run/a.sock}\n"} {
+		"sandbox: {noDefaultHidden: yes please}\n", "sandbox: {allowUnixSockets: /run/a.sock}\n",
+		"sandbox: {noDefaultProtected: 1}\n", "sandbox: {protected: .envrc}\n"} {
 		_, err := bash.ParseConfigYAML([]byte(bad))
 		configErr(t, err, "sandbox")
 	}

@@ -25,7 +25,8 @@ are ended when subkit exits.
   cwd, timeoutMs (120000), maxTimeoutMs (600000), maxOutputBytes (64000),
   maxSpillBytes (67108864), graceMs (3000), drainMs (250), maxBackground, spillDir, spillMaxAgeMs,
   spillMaxTotalBytes, managedPrefix, allowEnv, sandbox (true, or a mapping of writable, hidden,
-  noDefaultHidden, allowUnixSockets, network, backend, limits; the --sandbox flags win over it).
+  noDefaultHidden, allowUnixSockets, protected, noDefaultProtected, network, backend, limits;
+  the --sandbox flags win over it).
 --timeout above maxTimeoutMs is lowered to it (and said so); --timeout 0 means no timeout of its
 own (maxTimeoutMs applies). --managed-env sets the harness's variables (names with the managed
 prefix). --stdout-max raises the in-memory stdout budget

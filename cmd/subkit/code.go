@@ -22,7 +22,8 @@ const codeUsage = `usage: subkit code --lang python3|node|bash [--timeout DUR] [
        subkit code --lang python3|node --cells FILE [--keep-going] [--timeout DUR] [--grace DUR]
                    [--tail-bytes N] [--interpreter PROGRAM] [--json] [SANDBOX FLAGS]
 SANDBOX FLAGS: --sandbox [--writable DIR]... [--hidden PATH]... [--no-default-hidden]
-                   [--allow-unix-socket PATH]... [--network on|off]
+                   [--allow-unix-socket PATH]... [--protected PATH]... [--no-default-protected]
+                   [--network on|off]
 
 Runs CODE (or the code read from stdin, for -) in a fresh private directory with the language's
 interpreter, stdin from the null device (or --stdin-file), a credential-scrubbed environment

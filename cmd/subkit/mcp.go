@@ -29,7 +29,8 @@ import (
 const mcpUsage = `usage: subkit mcp [--config FILE] [SANDBOX FLAGS] [--lsp EXT=SERVER [ARGS]]... [--progress DUR]
                   [--http 127.0.0.1:PORT [--token-file FILE] [--session-idle DUR]]
 SANDBOX FLAGS: --sandbox [--writable DIR]... [--hidden PATH]... [--no-default-hidden]
-                  [--allow-unix-socket PATH]... [--network on|off]
+                  [--allow-unix-socket PATH]... [--protected PATH]... [--no-default-protected]
+                  [--network on|off]
 
 Serves the kit as a Model Context Protocol server: over stdin and stdout (newline-delimited
 JSON-RPC, one client) until stdin ends, or with --http over streamable HTTP on a loopback address

@@ -15,6 +15,8 @@ type sandboxFlags struct {
 	hidden          stringList
 	noDefaultHidden bool
 	sockets         stringList
+	protected       stringList
+	noDefaultProt   bool
 	network         string
 }
 
@@ -24,20 +26,23 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.hidden, "hidden", "with --sandbox: a path the command may not read, in addition to the credential stores (repeatable)")
 	fs.BoolVar(&f.noDefaultHidden, "no-default-hidden", false, "with --sandbox: leave the credential stores readable; only --hidden paths are hidden")
 	fs.Var(&f.sockets, "allow-unix-socket", "with --sandbox: a Unix socket outside the writable dirs the command may connect to, such as an ssh agent's (repeatable)")
+	fs.Var(&f.protected, "protected", "with --sandbox: a path of the writable dirs kept read-only, in addition to .git/hooks, .git/config, rc files, .vscode and the like (repeatable)")
+	fs.BoolVar(&f.noDefaultProt, "no-default-protected", false, "with --sandbox: leave .git/hooks, rc files and the like writable; only --protected paths are read-only")
 	fs.StringVar(&f.network, "network", "off", "with --sandbox: on or off")
 }
 
 // policy is the policy the flags ask for, or nil without --sandbox.
 func (f *sandboxFlags) policy(fs *flag.FlagSet) (*sandbox.Policy, error) {
 	if !f.on {
-		for _, name := range []string{"writable", "hidden", "no-default-hidden", "allow-unix-socket", "network"} {
+		for _, name := range []string{"writable", "hidden", "no-default-hidden", "allow-unix-socket", "protected", "no-default-protected", "network"} {
 			if flagSet(fs, name) {
 				return nil, fmt.Errorf("--%s applies with --sandbox only", name)
 			}
 		}
 		return nil, nil
 	}
-	p := &sandbox.Policy{Writable: f.writable, Hidden: f.hidden, NoDefaultHidden: f.noDefaultHidden, AllowUnixSockets: f.sockets}
+	p := &sandbox.Policy{Writable: f.writable, Hidden: f.hidden, NoDefaultHidden: f.noDefaultHidden, AllowUnixSockets: f.sockets,
+		Protected: f.protected, NoDefaultProtected: f.noDefaultProt}
 	switch f.network {
 	case "off":
 	case "on":

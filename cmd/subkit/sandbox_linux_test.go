@@ -149,3 +149,31 @@ func TestSandboxAllowUnixSocket(t *testing.T) {
 	assert.NotEqual(t, 0, *res.ExitCode, "without the flag the socket is out of reach: %s", out)
 	assert.Empty(t, res.Stdout.Tail)
 }
+
+// --protected keeps a path of the writable dir read-only beside the defaults (.envrc);
+// --no-default-protected leaves the defaults writable, keeping only --protected ones.
+func TestSandboxProtectedFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{".envrc", "Makefile"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("orig\n"), 0o644))
+	}
+	script := "echo planted >> .envrc && echo envrc-written; echo planted >> Makefile && echo makefile-written; echo done"
+	code, out, _ := cli(t, "", "bash", "--sandbox", "--writable", dir, "--protected", "Makefile", "--json", "cd "+dir+" && { "+script+"; }")
+	require.Equal(t, 0, code, out)
+	res := decode[bashOutput](t, out)
+	require.NotNil(t, res.Sandbox, out)
+	if res.Sandbox.Backend == "landlock" {
+		t.Skip("protected paths need a mount namespace; the landlock backend says so in its Report")
+	}
+	assert.Contains(t, res.Stdout.Tail, "done")
+	assert.NotContains(t, res.Stdout.Tail, "written", out)
+
+	code, out, _ = cli(t, "", "bash", "--sandbox", "--writable", dir, "--no-default-protected", "--protected", "Makefile", "--json", "cd "+dir+" && { "+script+"; }")
+	require.Equal(t, 0, code, out)
+	res = decode[bashOutput](t, out)
+	assert.Contains(t, res.Stdout.Tail, "envrc-written", out)
+	assert.NotContains(t, res.Stdout.Tail, "makefile-written", out)
+	b, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+	require.NoError(t, err)
+	assert.Equal(t, "orig\n", string(b))
+}
