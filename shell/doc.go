@@ -69,9 +69,11 @@
 // The boundaries hold through what agent shells are known to trip on:
 //
 //   - set -euo pipefail: under set -e the first failure ends the command, as in a script,
-//     and the shell stays open (an interactive bash would exit; see rc.go for how). Bash
-//     itself still exits at an expansion error under set -e (an unbound variable with set -u,
-//     ${x:?}): the Step then says exited, with a note.
+//     and the shell stays open (an interactive bash would exit; see rc.go for how). At an
+//     expansion error under set -e (an unbound variable with set -u, ${x:?}, a bad
+//     substitution) bash exits at once: the session puts a new bash in its place (the same
+//     pid, by exec) with the same cwd, variables, functions, aliases, options and traps, and
+//     the Step says completed with status 1 and a note. Only exit or logout ends the shell.
 //   - set -x and set -v: the session's own lines are left out; the command's traces stay.
 //   - PS1/PS0/PS2 set by the command (a virtualenv's activate): cleared again at the next
 //     prompt, with a note. PROMPT_COMMAND replaced or unset: the session puts its hook back

@@ -38,10 +38,17 @@ import (
 // command stops at its first failure as a script would, and at the top level it turns errexit
 // off just long enough to get back to the prompt, where __sk_N_p turns it on again (flag E).
 // In subshells and command substitutions it does nothing: bash's own errexit ends them, as in
-// a script. Two cases stay out of reach: an expansion error under set -e (an unbound variable
-// with set -u, a bad substitution, ${x:?}) makes bash exit at once without any trap, and a
-// command that sets its own ERR trap replaces this one. The Step then says exited, with a note
-// when errexit was on (flag e: errexit is on at this prompt).
+// a script. Bash itself exits at an error it reports while set -e is on (an unbound variable
+// with set -u, a bad substitution, ${x:?}: report_error calls exit_shell, no ERR trap runs),
+// and when a command replaced this ERR trap. The EXIT trap catches both: in the middle of a
+// command, with set -e on, a failure status, and neither exit nor logout (functions that say
+// they were called) nor Close (a file in the session's directory) asking for it, it dumps the
+// shell's state (variables with their attributes, functions, aliases, shopt and set options,
+// traps) into the environment and execs a new bash with this rc file, which restores it and
+// prints the interrupted command's marker with its status and flag R. The pid, terminal, cwd,
+// umask and limits stay; background jobs run on but are no longer the new shell's jobs. A
+// command that replaces the EXIT trap loses this: the Step then says exited, with a note when
+// errexit was on (flag e: errexit is on at this prompt).
 
 // markerPrefix starts every marker; the nonce follows.
 const markerPrefix = "\x1b]6973;"
@@ -51,7 +58,7 @@ const markerPrefix = "\x1b]6973;"
 const markerMax = 64 << 10
 
 // rcFile is the rc file of a session with this nonce.
-func rcFile(nonce string) string {
+func rcFile(nonce, rc, dir string) string {
 	n := "__sk_" + nonce
 	var b strings.Builder
 	w := func(lines ...string) {
@@ -75,7 +82,8 @@ func rcFile(nonce string) string {
 		"}",
 		"__N__p() {",
 		"  local s=$? q= f=${__N__f-} c=${__N__c-}",
-		"  __N__f= __N__c=",
+		"  if [[ -n ${__N__s-} ]]; then s=$__N__s; __N__s=; fi",
+		"  __N__f= __N__c= __N__r=",
 		"  if [[ -n ${__N__ee-} ]]; then __N__ee=; set -e; f+=E; fi",
 		"  __N__u=",
 		"  if [[ -n ${PS1-}${PS2-}${PS0-} ]]; then PS1='' PS2='' PS0=''; f+=S; fi",
@@ -89,7 +97,7 @@ func rcFile(nonce string) string {
 		// under set -e, which would stop the typed line).
 		"__N__b() {",
 		"  local s=$?",
-		"  __N__c=$1",
+		"  __N__c=$1 __N__r=1",
 		"  if [[ $- == *e* ]]; then return 0; fi",
 		"  return $s",
 		"}",
@@ -106,9 +114,56 @@ func rcFile(nonce string) string {
 		"  fi",
 		"  return $s",
 		"}",
+		// The EXIT trap: bash exits at once at an error it reports while set -e is on (an
+		// unbound variable under set -u, ${x:?}, a bad substitution: report_error calls
+		// exit_shell), or when a command replaced the ERR trap. In the middle of a command,
+		// with set -e on, a failure status and no exit, logout or Close asked for, the
+		// shell's state goes into the environment and a new bash takes its place (exec: the
+		// same pid, terminal and cwd), which restores it at the end of this file and prints
+		// the marker of the interrupted command with its status.
+		"__N__d="+shellQuote(dir)+" __N__rc="+shellQuote(rc),
+		"__N__v() {",
+		"  local n",
+		"  builtin printf '__N__c=%q __N__s=%q __N__f=R\\n' \"${__N__c-}\" \"$1\"",
+		"  for n in $(builtin compgen -v); do",
+		"    case $n in",
+		"      __sk_*|BASH|BASHOPTS|BASHPID|BASH_*|EUID|PPID|SHELLOPTS|UID|FUNCNAME|GROUPS|DIRSTACK|HISTCMD|LINENO|RANDOM|SRANDOM|SECONDS|EPOCHREALTIME|EPOCHSECONDS|PIPESTATUS|COLUMNS|LINES|PS0|PS1|PS2|PROMPT_COMMAND|_|SHLVL|PWD|HISTFILE|COMP_WORDBREAKS|OPTIND|OPTERR) continue;;",
+		"    esac",
+		"    builtin declare -p \"$n\" 2>/dev/null",
+		"  done",
+		"  builtin declare -f",
+		"  builtin alias -p",
+		"  builtin shopt -p",
+		"  builtin trap -p",
+		"  builtin set +o",
+		"  if [[ $2 == *e* ]]; then builtin printf 'set -e\\n'; fi", // a command substitution drops -e
+		"}",
+		// __N__x returns 0 when the shell is to be replaced; the trap then execs outside the
+		// group whose 2>/dev/null keeps its own traces quiet, so the new bash gets the
+		// shell's stderr.
+		"__N__x() {",
+		"  local s=$? o=$-",
+		"  set +e",
+		"  (( ${BASHPID:-$$} == $$ )) && [[ -n ${__N__r-} && $o == *e* && $s != 0 && ! -e $__N__d/closing ]] || return 1",
+		"  [[ -z ${__N__X-} ]] || return 1",
+		"  __N__S=$(__N__v \"$s\" \"$o\") || return 1",
+		"  export __N__S",
+		"  set +xv",
+		"}",
+		// exit and logout say they were asked for: the EXIT trap cannot tell otherwise
+		// (BASH_COMMAND names the sourced file, not the exit in it).
+		"exit() { __N__X=1; builtin exit \"$@\"; }",
+		"logout() { __N__X=1; builtin logout \"$@\"; }",
 		"PROMPT_COMMAND=$__N__pc",
 		"set -E",
 		"trap '{ __N__e && return; } 2>/dev/null' ERR",
+		"trap '{ __N__x; } 2>/dev/null && builtin exec \"${BASH:-bash}\" --noprofile --rcfile \"$__N__rc\" --noediting -i' EXIT",
+		// A bash started by __N__x: restore the state of the one it replaced (last, as it
+		// may turn set -e on).
+		"if [[ -n ${__N__S-} ]]; then",
+		"  __N__t=$__N__S; unset __N__S",
+		"  builtin eval \"$__N__t\" 2>/dev/null; __N__t=",
+		"fi",
 	)
 	return b.String()
 }

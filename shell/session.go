@@ -219,7 +219,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	}
 	s.dir = dir
 	rc := filepath.Join(dir, "rc")
-	if err := os.WriteFile(rc, []byte(rcFile(s.nonce)), 0o600); err != nil {
+	if err := os.WriteFile(rc, []byte(rcFile(s.nonce, rc, dir)), 0o600); err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})
 	}
 	cmdFile, err := os.OpenFile(filepath.Join(dir, s.nonce+"-command"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -738,6 +738,11 @@ func notes(flags string, lost int64) []string {
 	if strings.Contains(flags, "S") {
 		out = append(out, "PS1, PS2 and PS0 were cleared again: the session shows no prompt text")
 	}
+	if strings.Contains(flags, "R") {
+		out = append(out, "bash exited at an error under set -e (an unbound variable with set -u, ${x:?}, a bad substitution, "+
+			"or a command that replaced the session's ERR trap); the session started a new bash in its place with the same cwd, "+
+			"environment, variables, functions, aliases, options and traps: background jobs still run but are no longer its jobs")
+	}
 	if strings.Contains(flags, "E") {
 		out = append(out, "set -e stopped a command at its first failure; the shell stays open and set -e stays on")
 	}
@@ -817,6 +822,10 @@ func (s *Session) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		// The shell's EXIT trap must not take the hangup of Close for an error to recover from.
+		if err := os.WriteFile(filepath.Join(s.dir, "closing"), nil, 0o600); err != nil {
+			s.log.Warn("mark the session closing", "err", err)
+		}
 		close(s.readerStop)
 		if err := s.release(); err != nil {
 			s.closeErr = &Error{Op: "close", ID: s.id, Err: err}

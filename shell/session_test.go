@@ -119,14 +119,35 @@ func TestShellStrictMode(t *testing.T) {
 	assert.NotContains(t, st.Output, "not-reached")
 	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
 
-	// Under set -e, bash itself exits at an expansion error; the Step says so clearly.
-	run(t, s, "set -e")
-	st, err = s.Run(ctxT(t, time.Minute), "echo $NO_SUCH_VARIABLE_X", time.Minute)
+	// Under set -e, bash itself exits at an expansion error: the session puts a new bash in
+	// its place with the same state, and the command fails as in a script.
+	tmp := t.TempDir()
+	run(t, s, "cd "+tmp+"; set -e; kept=yes; declare -A m=([k]=v); fn() { echo fn-$kept; }; alias al='echo alias'; shopt -s extglob; trap 'echo user-trap' USR1")
+	pid := s.Pid()
+	for _, cmd := range []string{`set -euo pipefail; echo "$UNSET"; echo not-reached`, `echo ${NOPE:?gone}`, `echo ${a b}`} {
+		st, err = s.Run(ctxT(t, time.Minute), cmd, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, StateCompleted, st.State, "%s: %+v", cmd, st)
+		assert.Equal(t, 1, st.ExitCode, cmd)
+		assert.Equal(t, tmp, st.Cwd)
+		assert.True(t, strings.HasPrefix(st.Output, "bash: "), "bash's own message: %q", st.Output)
+		assert.NotContains(t, st.Output, "not-reached")
+		require.NotEmpty(t, st.Notes)
+		assert.Contains(t, st.Notes[0], "started a new bash in its place")
+	}
+	assert.Equal(t, pid, s.Pid(), "the same process, exec'd")
+	st = run(t, s, `echo "$PWD $kept ${m[k]}"; fn; al; echo $-; shopt -q extglob && echo extglob; trap -p USR1; echo x >&2`)
+	assert.Equal(t, tmp+" yes v\nfn-yes\nalias\n", st.Output[:len(tmp+" yes v\nfn-yes\nalias\n")])
+	assert.Contains(t, st.Output, "e", "set -e is still on")
+	assert.Contains(t, st.Output, "extglob\ntrap -- 'echo user-trap' SIGUSR1\nx\n")
+	st = run(t, s, "false; echo not-reached")
+	assert.Equal(t, 1, st.ExitCode, "set -e still stops a command")
+
+	// An explicit exit still ends the session.
+	st, err = s.Run(ctxT(t, time.Minute), "exit 4", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, StateExited, st.State)
-	assert.Equal(t, 1, st.ExitCode)
-	require.NotEmpty(t, st.Notes)
-	assert.Contains(t, st.Notes[len(st.Notes)-1], "set -e was on")
+	assert.Equal(t, 4, st.ExitCode)
 }
 
 // A python REPL in the foreground: the state says so, input goes to it, and exit() gives
