@@ -22,8 +22,20 @@ func runInit(pl *plan) int {
 	if err := checkNamespaces(); err != nil {
 		return fail("checking the namespaces", err)
 	}
+	proxy := -1 // the allow-list proxy's socket, opened while the host's view still shows it
+	if pl.Proxy != "" {
+		var err error
+		if proxy, err = unix.Open(pl.Proxy, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
+			return fail("opening the network allow-list's proxy", err)
+		}
+	}
 	if err := buildMounts(pl.Mounts, pl.PidMax); err != nil {
 		return fail("building the mounts", err)
+	}
+	if proxy >= 0 {
+		if err := serveProxy(proxy); err != nil {
+			return fail("serving the network allow-list's proxy", err)
+		}
 	}
 	next := *pl
 	next.Stage = stageConfine
@@ -114,8 +126,9 @@ func (l *Launch) SysProcAttr() *syscall.SysProcAttr {
 // SetNamespaces sets on a what starting a Launch whose Cloneflags are cloneflags needs: the
 // new namespaces, this process's uid and gid mapped to themselves in the new user namespace
 // (no other user exists there), and, for a uid other than 0, the capabilities the helper needs
-// there to build the program's view and to check the program's connect(2) calls (CAP_SYS_PTRACE
-// in that namespace, where Yama asks for it); it drops every capability before the program
+// there to build the program's view, to check the program's connect(2) calls (CAP_SYS_PTRACE
+// in that namespace, where Yama asks for it) and to bring up the loopback of its network
+// namespace (CAP_NET_ADMIN); it drops every capability before the program
 // starts.
 // It does nothing when cloneflags is 0.
 func SetNamespaces(a *syscall.SysProcAttr, cloneflags uintptr) {
@@ -128,6 +141,6 @@ func SetNamespaces(a *syscall.SysProcAttr, cloneflags uintptr) {
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
 	if uid != 0 {
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE}
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE, unix.CAP_NET_ADMIN}
 	}
 }

@@ -1,13 +1,18 @@
 package sandbox
 
 import (
+	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
 )
 
 // TestNetwork: with the network off, connecting to a listener of the test on 127.0.0.1 fails
@@ -141,5 +146,94 @@ func TestBaseline(t *testing.T) {
 				require.Contains(t, strings.Join(l.Report.Unenforced, "\n"), "no seccomp filter")
 			}
 		})
+	}
+}
+
+// TestNetworkAllowList: with NetworkAllowList the program reaches the proxy the caller serves
+// on a Unix socket (here a stand-in that answers every request with what it was asked) through
+// 127.0.0.1:ProxyPort, found by curl and Python through the proxy variables, while a direct
+// connection to a listener of the host fails at once; the other backends refuse the policy.
+func TestNetworkAllowList(t *testing.T) {
+	host, err := net.Listen("tcp4", "127.0.0.1:0") // the host's own service: never reached
+	require.NoError(t, err)
+	t.Cleanup(func() { host.Close() })
+	go func() {
+		for {
+			c, err := host.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST-SERVICE\n"))
+			c.Close()
+		}
+	}()
+	sockDir := testutil.DirOutsideTmp(t, "proxy-")
+	sock := filepath.Join(sockDir, "proxy.sock")
+	pl, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "proxied %s %s\n", r.Method, r.RequestURI)
+	})}
+	go srv.Serve(pl)
+	t.Cleanup(func() { srv.Close() })
+
+	pol := Policy{Network: NetworkAllowList, Allow: []string{"example.test"}}
+	for _, v := range variants(t) {
+		t.Run(v.name, func(t *testing.T) {
+			w := newWorld(t)
+			prog := w.sh(`curl -sS --max-time 20 http://example.test/a; python3 -c 'import urllib.request; print(urllib.request.urlopen("http://example.test/b", timeout=20).read().decode(), end="")'
+env | grep -i '^https\?_proxy=' | sort | tr '\n' ' '; echo
+curl -sS --noproxy '*' --max-time 20 http://` + host.Addr().String() + `/ 2>&1; echo "direct=$?"; echo done`)
+			prog.Proxy = sock
+			pol := pol
+			pol.Backend = v.backend
+			l, err := v.sb.Prepare(&pol, prog)
+			if v.backend != Namespaces {
+				require.ErrorIs(t, err, ErrUnsupported)
+				require.ErrorContains(t, err, "needs the namespaces backend")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "allow-list through the proxy", l.Report.Network)
+			require.Equal(t, []string{"example.test"}, l.Report.Allow)
+			require.Contains(t, l.Report.Namespaces, "net")
+			r := start(t, l, prog.Dir, nil)
+			require.Equal(t, 0, r.code, "%+v", r)
+			require.Contains(t, r.stdout, "proxied GET http://example.test/a\nproxied GET http://example.test/b\n", "%+v", r)
+			for _, v := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+				require.Contains(t, r.stdout, v+"=http://127.0.0.1:3128 ", "%+v", r)
+			}
+			require.NotContains(t, r.stdout, "HOST-SERVICE", "%+v", r)
+			require.Contains(t, r.stdout, "Failed to connect", "%+v", r)
+			require.Contains(t, r.stdout, "direct=7\ndone", "%+v", r)
+		})
+	}
+}
+
+// Prepare checks an allow-list policy: hosts to allow, the proxy's socket, and Allow only with
+// NetworkAllowList.
+func TestNetworkAllowListInvalid(t *testing.T) {
+	v := variants(t)[0]
+	w := newWorld(t)
+	sock := filepath.Join(testutil.DirOutsideTmp(t, "proxy-"), "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer l.Close()
+	withProxy := w.sh("true")
+	withProxy.Proxy = sock
+	for _, c := range []struct {
+		pol  Policy
+		prog Program
+		want string
+	}{
+		{Policy{Network: NetworkAllowList}, withProxy, "empty: NetworkAllowList needs at least one host pattern"},
+		{Policy{Network: NetworkAllowList, Allow: []string{"a b"}}, withProxy, "want a host pattern"},
+		{Policy{Network: NetworkAllowList, Allow: []string{"x.test"}}, w.sh("true"), "needs the Unix socket of the allow-list proxy"},
+		{Policy{Network: NetworkAllowList, Allow: []string{"x.test"}}, func() Program { p := withProxy; p.Proxy = w.work; return p }(), "is not a Unix socket"},
+		{Policy{Allow: []string{"x.test"}}, withProxy, "apply with Network NetworkAllowList only"},
+	} {
+		_, err := v.sb.Prepare(&c.pol, c.prog)
+		require.ErrorIs(t, err, ErrInvalid, "%+v", c.pol)
+		require.ErrorContains(t, err, c.want)
 	}
 }

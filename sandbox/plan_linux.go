@@ -43,6 +43,7 @@ type plan struct {
 	PidMax     int          `json:"pid_max,omitempty"`  // namespaces route: kernel.pid_max of the new pid namespace
 	Gate       bool         `json:"gate,omitempty"`     // namespaces route, network off: connect(2) goes through the init's connectGate
 	Sockets    []string     `json:"sockets,omitempty"`  // the gate: sockets allowed by name (Policy.AllowUnixSockets)
+	Proxy      string       `json:"proxy,omitempty"`    // namespaces route, allow-list: the proxy's Unix socket, which the init forwards 127.0.0.1:ProxyPort to
 	Probe      *probeChecks `json:"probe,omitempty"`    // the probe's checks, run after confinement and before the exec
 	Stage2     bool         `json:"stage2,omitempty"`   // the probe's second stage: report and exit
 }

@@ -43,8 +43,18 @@ type Policy struct {
 	Protected []string
 	// NoDefaultProtected leaves DefaultProtected() out: only Protected is protected.
 	NoDefaultProtected bool
-	// Network is NetworkOff (the zero value: no socket but Unix-domain ones) or NetworkOn.
+	// Network is NetworkOff (the zero value: no socket but Unix-domain ones), NetworkOn, or
+	// NetworkAllowList (only the hosts of Allow, through the kit's proxy).
 	Network Network
+	// Allow lists the hosts a NetworkAllowList program may reach, as patterns: an exact name
+	// ("proxy.golang.org"), a wildcard of subdomains ("*.npmjs.org": names below npmjs.org, not
+	// npmjs.org itself), an IP address or CIDR ("10.0.0.5", "10.0.0.0/8", "[::1]"), each with an
+	// optional ":PORT" or ":PORT1,PORT2" (none: any port). Loopback, link-local (the cloud
+	// metadata endpoint), private and the host's own addresses are reached only when a pattern
+	// that is not a wildcard names them. It must be empty with another Network.
+	Allow []string
+	// Deny lists patterns (as Allow's) refused even when Allow matches.
+	Deny []string
 	// Limits are resource limits the helper sets before it starts the program; zero fields
 	// set nothing.
 	Limits Limits
@@ -145,7 +155,19 @@ const (
 	NetworkOff Network = iota
 	// NetworkOn: the network of the host, unrestricted.
 	NetworkOn
+	// NetworkAllowList: the hosts of Policy.Allow (less Policy.Deny) and nothing else. The
+	// program runs in a network namespace of its own with only loopback, where the sandbox's
+	// init listens on 127.0.0.1:ProxyPort and passes each connection on to the allow-list
+	// proxy outside (Program.Proxy): HTTP (CONNECT and plain) and SOCKS5. HTTP_PROXY,
+	// HTTPS_PROXY, ALL_PROXY, NO_PROXY (and the lower-case forms, and npm's) point ordinary
+	// clients at it; a program that ignores them gets "network unreachable" at once. Needs the
+	// namespaces backend.
+	NetworkAllowList
 )
+
+// ProxyPort is the port of 127.0.0.1, in a NetworkAllowList program's own network namespace,
+// where the allow-list proxy is reached.
+const ProxyPort = 3128
 
 func (n Network) String() string {
 	switch n {
@@ -153,6 +175,8 @@ func (n Network) String() string {
 		return "off"
 	case NetworkOn:
 		return "on"
+	case NetworkAllowList:
+		return "allow"
 	}
 	return fmt.Sprintf("Network(%d)", int(n))
 }
@@ -211,8 +235,15 @@ type Report struct {
 	// Namespaces are the namespaces the program runs in of its own ("user", "mount", "pid",
 	// "ipc", "net"), empty when it shares the host's.
 	Namespaces []string
-	// Network is "off by seccomp", "off by namespace", "off by seccomp and namespace" or "on".
+	// Network is "off by seccomp", "off by namespace", "off by seccomp and namespace", "on"
+	// or "allow-list through the proxy".
 	Network string
+	// Allow and Deny are the allow-list's patterns (NetworkAllowList).
+	Allow, Deny []string
+	// NetworkRefused lists the connections the allow-list proxy refused, one "HOST:PORT:
+	// reason (N times)" each; the caller that runs the proxy fills it in once the program has
+	// ended (subprocess does).
+	NetworkRefused []string
 	// Writable are the writable roots as resolved (absolute, links resolved).
 	Writable []string
 	// Hidden are the hidden paths that exist, as resolved.

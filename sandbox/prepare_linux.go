@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,10 @@ func (s *Sandbox) Prepare(p *Policy, prog Program) (*Launch, error) {
 	r, err := resolve(p, prog)
 	if err != nil {
 		return nil, err
+	}
+	if r.allowList && info.backend != Namespaces {
+		return nil, &Error{Op: "prepare", Name: "Policy.Network", Kind: ErrUnsupported,
+			Err: fmt.Errorf("the network allow-list needs the namespaces backend, and the policy gets %s (namespaces: %s)", info.backend, cmp.Or(s.missing[Namespaces], "works here, but Policy.Backend asks for another"))}
 	}
 	return s.launch(info, r, nil)
 }
@@ -63,14 +68,15 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	switch info.backend {
 	case Namespaces:
 		pl.Route, pl.ABI, pl.Writable, pl.Mounts, pl.Absent = routeNSInit, info.abi, r.writable, mountPlan(r), r.absent
-		pl.Gate, pl.Sockets = r.networkOff && info.seccomp && info.gate, r.sockets
+		pl.Gate, pl.Sockets = (r.networkOff || r.allowList) && info.seccomp && info.gate, r.sockets
+		pl.Proxy = r.proxy
 		if r.limits.Processes != 0 && info.pidMax {
 			// Processes and threads of the namespace, the init included: pids 1 to PidMax-1.
 			pl.PidMax = int(max(r.limits.Processes+2, minPidMax))
 		}
 		argv = []string{s.helper}
 		cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
-		if r.networkOff {
+		if r.networkOff || r.allowList {
 			cloneflags |= unix.CLONE_NEWNET
 		}
 	case Landlock:
@@ -99,6 +105,10 @@ func (s *Sandbox) launch(info backendInfo, r *resolved, probe *probeChecks) (*La
 	}
 	if len(pl.Mounts) > 0 { // the namespaced backends: Namespaces, Bubblewrap
 		rep.Namespaces = []string{"user", "mount", "pid", "ipc"}
+		if r.allowList {
+			rep.Namespaces = append(rep.Namespaces, "net")
+			rep.Network, rep.Allow, rep.Deny = "allow-list through the proxy", r.allow, r.deny
+		}
 		if r.networkOff {
 			rep.Namespaces = append(rep.Namespaces, "net")
 			rep.Network = "off by seccomp and namespace"
@@ -141,6 +151,17 @@ func programEnv(r *resolved) []string {
 			env = append(env, e)
 		}
 	}
+	if r.allowList {
+		// Ordinary clients find the proxy through these; the sandbox's own loopback is direct.
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+		for _, kv := range [][2]string{{"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy},
+			{"ALL_PROXY", fmt.Sprintf("socks5h://127.0.0.1:%d", ProxyPort)}, {"NO_PROXY", "localhost,127.0.0.1,::1"}} {
+			env = setEnv(env, kv[0], kv[1])
+			env = setEnv(env, strings.ToLower(kv[0]), kv[1])
+		}
+		env = setEnv(env, "npm_config_proxy", proxy)
+		env = setEnv(env, "npm_config_https_proxy", proxy)
+	}
 	if r.prog.TempDir == "" {
 		return env
 	}
@@ -155,6 +176,12 @@ func programEnv(r *resolved) []string {
 		}
 	}
 	return env
+}
+
+// setEnv sets name to value in env, replacing any earlier value.
+func setEnv(env []string, name, value string) []string {
+	env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+	return append(env, name+"="+value)
 }
 
 // limitsOf says what backend info cannot enforce of r here (Report.Unenforced), and what the
@@ -186,7 +213,7 @@ func limitsOf(info backendInfo, r *resolved) (unenforced, notes []string) {
 		} else {
 			notes = append(notes, "the program is a child of the sandbox's init, which reports a program killed by signal N as exit status 128+N")
 		}
-		if info.backend == Namespaces && r.networkOff && info.seccomp && info.gate {
+		if info.backend == Namespaces && (r.networkOff || r.allowList) && info.seccomp && info.gate {
 			unenforced = append(unenforced, "a datagram sent with an address (sendto(2), sendmsg(2)) to a pathname Unix datagram socket outside the writable roots is not checked; connect(2) is")
 		} else {
 			unenforced = append(unenforced, "connect(2) to a pathname Unix socket outside the writable roots is refused only where a private /tmp, /run or $XDG_RUNTIME_DIR or a hidden path covers it; a socket elsewhere (in the home directory, say) is reachable unless hidden (the namespaces backend with the network off checks every connect, unless kernel.yama.ptrace_scope is 3)")

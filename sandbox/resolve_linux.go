@@ -27,6 +27,10 @@ type resolved struct {
 	pinned     []pathEntry // directories and links within writable roots that lead to hidden or protected paths (see pin)
 	sockets    []string    // resolved Unix sockets the program may connect to
 	networkOff bool
+	allowList  bool   // NetworkAllowList: allow and deny go to the proxy at proxy
+	allow      []string
+	deny       []string
+	proxy      string // resolved Program.Proxy
 	limits     Limits
 }
 
@@ -45,8 +49,15 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 	case NetworkOff:
 		r.networkOff = true
 	case NetworkOn:
+	case NetworkAllowList:
+		if err := r.resolveAllowList(p, prog); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, invalid(op, "Policy.Network", "unknown value %d (use NetworkOff or NetworkOn)", int(p.Network))
+		return nil, invalid(op, "Policy.Network", "unknown value %d (use NetworkOff, NetworkOn or NetworkAllowList)", int(p.Network))
+	}
+	if p.Network != NetworkAllowList && (len(p.Allow) > 0 || len(p.Deny) > 0) {
+		return nil, invalid(op, "Policy.Allow", "Allow and Deny apply with Network NetworkAllowList only (Network is %s)", p.Network)
 	}
 	if err := checkLimits(p.Limits); err != nil {
 		return nil, err
@@ -119,6 +130,38 @@ func resolve(p *Policy, prog Program) (*resolved, error) {
 		}
 	}
 	return r, nil
+}
+
+// resolveAllowList checks the allow-list of p and the proxy socket of prog.
+func (r *resolved) resolveAllowList(p *Policy, prog Program) error {
+	const op = "prepare"
+	if len(p.Allow) == 0 {
+		return invalid(op, "Policy.Allow", "empty: NetworkAllowList needs at least one host pattern (use NetworkOff for no network)")
+	}
+	for name, list := range map[string][]string{"Policy.Allow": p.Allow, "Policy.Deny": p.Deny} {
+		for i, a := range list {
+			n := fmt.Sprintf("%s[%d]", name, i)
+			if err := checkString(n, a); err != nil {
+				return err
+			}
+			if a == "" || strings.ContainsAny(a, " \t\n") {
+				return invalid(op, n, "%q: want a host pattern such as example.com, *.example.com, 10.0.0.0/8 or example.com:443", a)
+			}
+		}
+	}
+	if prog.Proxy == "" {
+		return invalid(op, "Program.Proxy", "empty: NetworkAllowList needs the Unix socket of the allow-list proxy (subprocess runs one)")
+	}
+	if err := checkAbs("Program.Proxy", prog.Proxy); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(prog.Proxy); err != nil {
+		return pathError("Program.Proxy", prog.Proxy, err)
+	} else if fi.Mode().Type() != fs.ModeSocket {
+		return invalid(op, "Program.Proxy", "%s is not a Unix socket", prog.Proxy)
+	}
+	r.allowList, r.allow, r.deny, r.proxy = true, slices.Clone(p.Allow), slices.Clone(p.Deny), prog.Proxy
+	return nil
 }
 
 // namedPath is one path of a Policy list, with the name its errors give it.

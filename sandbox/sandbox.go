@@ -46,6 +46,10 @@ type Program struct {
 	// such as a script it wrote. They are shown read-only at their paths; hidden paths stay
 	// hidden. Those that do not exist are skipped.
 	Readable []string
+	// Proxy is the Unix socket where the allow-list proxy serves this program, outside the
+	// sandbox (Policy.Network NetworkAllowList, which needs it; see internal/netproxy, which
+	// subprocess runs). The sandbox's init opens it before it builds the program's view.
+	Proxy string
 }
 
 // Launch is what to start instead of the Program: after the helper's exec (and bwrap's, or
