@@ -27,7 +27,7 @@ type resolved struct {
 	pinned     []pathEntry // directories and links within writable roots that lead to hidden or protected paths (see pin)
 	sockets    []string    // resolved Unix sockets the program may connect to
 	networkOff bool
-	allowList  bool   // NetworkAllowList: allow and deny go to the proxy at proxy
+	allowList  bool // NetworkAllowList: allow and deny go to the proxy at proxy
 	allow      []string
 	deny       []string
 	proxy      string // resolved Program.Proxy
