@@ -82,9 +82,15 @@
 //   - \r progress bars: kept raw in the transcript; Render (and so Step.Output) shows what a
 //     terminal would, the last state of each line.
 //   - output without a trailing newline, and `exec >file`: the marker goes to /dev/tty.
-//   - a REPL or another program with its own prompt: no marker comes while it holds the
-//     foreground; the Step says waiting_for_input at its prompt, running otherwise, with its
-//     name.
+//   - exec bash, or a nested bash: PROMPT_COMMAND is exported, and in a bash that lacks the
+//     session's functions it sources the session's rc file first, so the new shell prints
+//     markers too (each carries its bash's instance: a marker of another instance ends the
+//     command in progress). Exit codes and the cwd stay right, and exit in a nested bash
+//     returns to the one before, its status the command's. A startup file that replaces
+//     PROMPT_COMMAND loses this: the shell is then a program with its own prompt.
+//   - a REPL or another program with its own prompt (sh, zsh, python, ssh, su): no marker
+//     comes while it holds the foreground; the Step says waiting_for_input at its prompt,
+//     running otherwise, with its name, and Write types into it.
 //
 // Memory stays bounded whatever the output: the Terminal's buffer, the transcript ring and one
 // Step's head (a 50 MB flood keeps a few MiB).

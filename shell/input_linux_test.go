@@ -119,3 +119,43 @@ func TestShellBusyIsNotWaiting(t *testing.T) {
 		require.Equal(t, StateCompleted, st.State, "%s: %+v", cmd, st)
 	}
 }
+
+// A shell that replaces the session's (exec bash) or runs inside it (bash) gets the session's
+// markers too: exit codes and the cwd stay right, and exit returns to the shell before. Any
+// other program with a prompt of its own (sh) is waiting_for_input, never a wedge.
+func TestShellNestedShells(t *testing.T) {
+	s := newSession(t)
+	tmp := t.TempDir()
+	st := run(t, s, "exec bash")
+	assert.Equal(t, 0, st.ExitCode)
+	require.NotEmpty(t, st.Notes)
+	assert.Contains(t, st.Notes[0], "a new bash reads the commands now")
+	st = run(t, s, "cd "+tmp+"; false")
+	assert.Equal(t, 1, st.ExitCode)
+	assert.Equal(t, tmp, st.Cwd)
+	assert.Equal(t, "2\n", run(t, s, "echo $SHLVL").Output)
+
+	st = run(t, s, "bash")
+	assert.Equal(t, 0, st.ExitCode)
+	st = run(t, s, "echo $SHLVL; cd /; (exit 5)")
+	assert.Equal(t, "3\n", st.Output)
+	assert.Equal(t, 5, st.ExitCode)
+	assert.Equal(t, "/", st.Cwd)
+	st = run(t, s, "exit 3")
+	assert.Equal(t, 3, st.ExitCode, "the nested shell's status, from the shell before it")
+	assert.Equal(t, tmp, st.Cwd)
+	st = run(t, s, "echo $SHLVL; pwd")
+	assert.Equal(t, "2\n"+tmp+"\n", st.Output)
+
+	lookPath(t, "sh")
+	st, err := s.Run(ctxT(t, time.Minute), "sh", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+	assert.Equal(t, "sh", st.Input.Comm)
+	st, err = s.Write(ctxT(t, time.Minute), "echo in-sh; exit 4\n", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State, "%+v", st)
+	assert.Equal(t, 4, st.ExitCode)
+	assert.Contains(t, st.Output, "in-sh\n")
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+}

@@ -12,11 +12,15 @@ import (
 // does every line the session types, so whatever bash echoes of them (set -x traces of the
 // typed line, set -v listings of PROMPT_COMMAND) is recognised and left out of the transcript.
 //
-// Markers. PROMPT_COMMAND runs `{ __sk_N_p; } 2>/dev/null` before every prompt: the group's
-// redirection keeps set -x from tracing it, and __sk_N_p prints
+// Markers. PROMPT_COMMAND runs `{ __sk_N_p || { builtin source RC && __sk_N_p; }; } 2>/dev/null`
+// before every prompt: the group's redirection keeps set -x from tracing it; it is exported, so
+// a bash that replaces the session's (exec bash) or runs inside it, which lacks __sk_N_p, reads
+// this file first; and __sk_N_p prints
 //
-//	ESC ] 6973 ; <nonce> ; <status> ; <flags> ; <command number> ; <printf %q of $PWD> BEL
+//	ESC ] 6973 ; <nonce> ; <status> ; <flags> ; <command number> ; <instance> ; <printf %q of $PWD> BEL
 //
+// where the instance names the bash that printed it ($$ and a random number chosen as it read
+// this file).
 // to /dev/tty (so `exec >file` in the session does not swallow it). The status is $? of the
 // command; %q output has no raw control character, so the marker cannot be cut by the cwd.
 // PS1, PS2 and PS0 are kept empty: the output shows no prompt text.
@@ -69,10 +73,16 @@ func rcFile(nonce, rc, dir string) string {
 	}
 	w(
 		"# subkit shell session setup (generated)",
-		"set +o xtrace +o verbose +o errexit +o nounset +o history 2>/dev/null",
+		"set +o xtrace +o verbose +o errexit +o nounset +o history +o emacs +o vi 2>/dev/null",
 		"unset BASH_ENV ENV HISTFILE 2>/dev/null",
 		"PS1='' PS2='' PS0=''",
-		"__N__pc='{ __N__p; } 2>/dev/null'",
+		// The hook: in a bash that lacks the session's functions (exec bash, a nested bash,
+		// which get PROMPT_COMMAND from the environment) it sources this file first.
+		"__N__d="+shellQuote(dir)+" __N__rc="+shellQuote(rc),
+		"builtin printf -v __N__pc '{ __N__p || { builtin source %q && __N__p; }; } 2>/dev/null' \"$__N__rc\"",
+		// This bash's instance, in every marker: a marker of another instance means the
+		// shell that reads the commands changed.
+		"__N__i=$$.$RANDOM$RANDOM __N__f=N",
 		// The ERR trap's test: 0 means "return from this frame".
 		"__N__e() {",
 		"  if (( ${BASHPID:-$$} != $$ || BASH_SUBSHELL > 0 )); then return 1; fi",
@@ -89,8 +99,8 @@ func rcFile(nonce, rc, dir string) string {
 		"  if [[ -n ${PS1-}${PS2-}${PS0-} ]]; then PS1='' PS2='' PS0=''; f+=S; fi",
 		"  if [[ $- == *e* ]]; then f+=e; fi",
 		"  builtin printf -v q %q \"${PWD-}\"",
-		"  { builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$q\" >/dev/tty; } 2>/dev/null ||",
-		"    builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$q\"",
+		"  { builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$__N__i\" \"$q\" >/dev/tty; } 2>/dev/null ||",
+		"    builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$__N__i\" \"$q\"",
 		"  return 0",
 		"}",
 		// Before a command: its number, for its marker; $? kept (but never a failure
@@ -121,7 +131,6 @@ func rcFile(nonce, rc, dir string) string {
 		// shell's state goes into the environment and a new bash takes its place (exec: the
 		// same pid, terminal and cwd), which restores it at the end of this file and prints
 		// the marker of the interrupted command with its status.
-		"__N__d="+shellQuote(dir)+" __N__rc="+shellQuote(rc),
 		"__N__v() {",
 		"  local n",
 		"  builtin printf '__N__c=%q __N__s=%q __N__f=R\\n' \"${__N__c-}\" \"$1\"",
@@ -154,7 +163,7 @@ func rcFile(nonce, rc, dir string) string {
 		// (BASH_COMMAND names the sourced file, not the exit in it).
 		"exit() { __N__X=1; builtin exit \"$@\"; }",
 		"logout() { __N__X=1; builtin logout \"$@\"; }",
-		"PROMPT_COMMAND=$__N__pc",
+		"PROMPT_COMMAND=$__N__pc; export PROMPT_COMMAND",
 		"set -E",
 		"trap '{ __N__e && return; } 2>/dev/null' ERR",
 		"trap '{ __N__x; } 2>/dev/null && builtin exec \"${BASH:-bash}\" --noprofile --rcfile \"$__N__rc\" --noediting -i' EXIT",
@@ -184,28 +193,29 @@ func shellQuote(s string) string {
 type marker struct {
 	status int
 	flags  string
-	seq    int // the number of the command that ended, 0 for a line typed at the prompt
+	seq    int    // the number of the command that ended, 0 for a line typed at the prompt
+	inst   string // the bash that printed it (pid and a random number, set when it read the rc file)
 	cwd    string
 	cwdOK  bool // the cwd field decoded
 }
 
 // parseMarker parses the body of a marker after its nonce and ';', up to BEL excluded:
-// status;flags;seq;cwd.
+// status;flags;seq;instance;cwd.
 func parseMarker(fields string) (marker, bool) {
-	parts := strings.SplitN(fields, ";", 4)
-	if len(parts) != 4 {
+	parts := strings.SplitN(fields, ";", 5)
+	if len(parts) != 5 {
 		return marker{}, false
 	}
 	n, err := strconv.Atoi(parts[0])
 	if err != nil {
 		return marker{}, false
 	}
-	m := marker{status: n, flags: parts[1]}
+	m := marker{status: n, flags: parts[1], inst: parts[3]}
 	if parts[2] != "" {
 		if m.seq, err = strconv.Atoi(parts[2]); err != nil || m.seq <= 0 {
 			return marker{}, false
 		}
 	}
-	m.cwd, m.cwdOK = unquote(parts[3])
+	m.cwd, m.cwdOK = unquote(parts[4])
 	return m, true
 }

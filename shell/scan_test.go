@@ -35,7 +35,7 @@ func mk(status int, flags string, seq int, cwdQ string) string {
 	if seq > 0 {
 		s = fmt.Sprint(seq)
 	}
-	return fmt.Sprintf("\x1b]6973;%s;%d;%s;%s;%s\a", testNonce, status, flags, s, cwdQ)
+	return fmt.Sprintf("\x1b]6973;%s;%d;%s;%s;1.2;%s\a", testNonce, status, flags, s, cwdQ)
 }
 
 func TestScannerMarkers(t *testing.T) {
@@ -43,8 +43,8 @@ func TestScannerMarkers(t *testing.T) {
 	out, marks, at := scanAll(stream)
 	assert.Equal(t, "hello\r\nabctail", out)
 	require.Len(t, marks, 2)
-	assert.Equal(t, marker{status: 0, seq: 1, cwd: "/tmp", cwdOK: true}, marks[0])
-	assert.Equal(t, marker{status: 3, flags: "Pe", seq: 2, cwd: "/a\nb", cwdOK: true}, marks[1])
+	assert.Equal(t, marker{status: 0, seq: 1, inst: "1.2", cwd: "/tmp", cwdOK: true}, marks[0])
+	assert.Equal(t, marker{status: 3, flags: "Pe", seq: 2, inst: "1.2", cwd: "/a\nb", cwdOK: true}, marks[1])
 	assert.Equal(t, []int{7, 10}, at, "a marker comes after the output before it, partial line included")
 
 	// The same stream cut at every byte gives the same result.
@@ -70,7 +70,7 @@ func TestScannerForgeries(t *testing.T) {
 	}
 	// With the nonce but malformed: not a marker; its line is the session's own and dropped.
 	for _, bad := range []string{
-		"\x1b]6973;" + testNonce + ";zero;;;/x\a", "\x1b]6973;" + testNonce + ";0;;-1;/x\a", "\x1b]6973;" + testNonce + ";0;;\a",
+		"\x1b]6973;" + testNonce + ";zero;;;i;/x\a", "\x1b]6973;" + testNonce + ";0;;-1;i;/x\a", "\x1b]6973;" + testNonce + ";0;;\a",
 	} {
 		out, marks, _ := scanAll("a"+bad+"b\n", "c\n")
 		assert.Equal(t, "c\n", out, "%q", bad)

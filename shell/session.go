@@ -128,23 +128,25 @@ type Session struct {
 	outAt   time.Time  // when output last arrived
 	pending chan error // a write to the terminal still in progress, or nil
 
-	mu      sync.Mutex
-	tr      *transcript
-	changed chan struct{} // closed and replaced at every marker and at the end of output
-	ready   bool
-	waiting bool // a command was sent and its marker has not come
-	waitSeq int  // the number of the command waited for; 0 for a line written at the prompt
-	command string
-	sent    time.Time
-	doneAt  time.Time
-	status  int
-	cwd     string
-	flags   string // marker flags since the last Step
-	errexit bool   // set -e was on at the last prompt
-	lost    int64  // since the last Step
-	ended   bool   // the terminal's output has ended
-	closed  bool
-	seq     int
+	mu       sync.Mutex
+	tr       *transcript
+	changed  chan struct{} // closed and replaced at every marker and at the end of output
+	ready    bool
+	waiting  bool   // a command was sent and its marker has not come
+	waitSeq  int    // the number of the command waited for; 0 for a line written at the prompt
+	inst     string // the bash that printed the last marker
+	waitInst string // the bash the command in progress was given to
+	command  string
+	sent     time.Time
+	doneAt   time.Time
+	status   int
+	cwd      string
+	flags    string // marker flags since the last Step
+	errexit  bool   // set -e was on at the last prompt
+	lost     int64  // since the last Step
+	ended    bool   // the terminal's output has ended
+	closed   bool
+	seq      int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -435,7 +437,7 @@ func (s *Session) run(ctx context.Context, command string, y time.Duration) (Ste
 	s.mu.Lock()
 	s.seq++
 	seq := s.seq
-	s.waiting, s.waitSeq, s.command, s.sent = true, seq, command, time.Now()
+	s.waiting, s.waitSeq, s.waitInst, s.command, s.sent = true, seq, s.inst, command, time.Now()
 	s.mu.Unlock()
 	if sent, err := s.input(ctx, typedLine(s.nonce, seq, s.cmdFile.Name())); err != nil {
 		if !sent {
@@ -537,7 +539,7 @@ func (s *Session) write(ctx context.Context, chars string, y time.Duration) (Ste
 		if toShell {
 			// A line for the shell itself: it runs it and prints a marker.
 			line, _, _ := strings.Cut(strings.TrimLeft(chars, "\r\n"), "\n")
-			s.waiting, s.waitSeq, s.command, s.sent = true, 0, strings.TrimRight(line, "\r"), time.Now()
+			s.waiting, s.waitSeq, s.waitInst, s.command, s.sent = true, 0, s.inst, strings.TrimRight(line, "\r"), time.Now()
 		}
 		s.mu.Unlock()
 		if sent, err := s.input(ctx, []byte(chars)); err != nil {
@@ -737,6 +739,13 @@ func notes(flags string, lost int64) []string {
 	}
 	if strings.Contains(flags, "S") {
 		out = append(out, "PS1, PS2 and PS0 were cleared again: the session shows no prompt text")
+	}
+	if strings.Contains(flags, "I") && strings.Contains(flags, "N") && !strings.Contains(flags, "R") {
+		out = append(out, "a new bash reads the commands now (exec bash, or a nested bash: exit returns to the one before); "+
+			"the session set itself up in it, so exit codes and the cwd are reported as before")
+	} else if strings.Contains(flags, "I") && !strings.Contains(flags, "R") {
+		out = append(out, "the shell that read the commands ended and the one before it is back at its prompt; "+
+			"the exit code is that shell's status")
 	}
 	if strings.Contains(flags, "R") {
 		out = append(out, "bash exited at an error under set -e (an unbound variable with set -u, ${x:?}, a bad substitution, "+
@@ -996,15 +1005,28 @@ func (s *Session) marker(m marker) {
 	s.errexit = strings.Contains(m.flags, "e")
 	if !s.ready {
 		s.ready = true
+		s.inst = m.inst
 		s.tr.skip() // the setup's own output is no one's
 		s.notify()
 		return
 	}
 	s.flags += m.flags
-	if s.waiting && m.seq == s.waitSeq {
+	switch {
+	case s.waiting && m.inst != s.waitInst:
+		// Another bash is at its prompt: the command replaced the shell (exec bash), started
+		// a nested one, or ended a nested one and the outer shell prints its marker (with
+		// the status of the nested shell). Whichever, the command in progress is over.
+		s.waiting = false
+		s.doneAt, s.status = time.Now(), m.status
+		if m.seq == 0 && strings.Contains(m.flags, "N") {
+			s.status = 0 // a new shell's first prompt: its status is its startup's
+		}
+		s.flags += "I"
+	case s.waiting && m.seq == s.waitSeq:
 		s.waiting = false
 		s.doneAt, s.status = time.Now(), m.status
 	}
+	s.inst = m.inst
 	s.notify()
 }
 
