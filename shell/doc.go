@@ -60,9 +60,12 @@
 //
 // Every session has a random nonce. PROMPT_COMMAND prints a marker before each prompt, an
 // escape sequence carrying the nonce, the command's number, its exit status and the shell's
-// cwd; the markers are removed from the output, and so are the lines in which bash echoes the
-// session's own machinery (set -x of it, set -v of PROMPT_COMMAND), which carry the nonce. A
-// look-alike without the nonce is ordinary output. PS1, PS2 and PS0 are empty, so no prompt
+// cwd; the markers are removed from the output, and so are exactly the lines in which the
+// terminal or bash echoes the session's own machinery (the typed line, set -x of its source,
+// set -v of PROMPT_COMMAND). A user's line that carries the nonce (declare -f, echo
+// $PROMPT_COMMAND, env) is output like any other, and a look-alike marker without the nonce
+// too. bash's messages about the command file read as a prompt's ("bash: line 1: ..."), so a
+// syntax error that `bash -n` let through shows bash's own message. PS1, PS2 and PS0 are empty, so no prompt
 // text shows. Each command is sourced from a private file: the shell's state changes exactly
 // as if it had been typed, without the terminal's 4,095-byte line limit and without echo.
 //

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -78,8 +79,8 @@ func rcFile(nonce, rc, dir string) string {
 		"PS1='' PS2='' PS0=''",
 		// The hook: in a bash that lacks the session's functions (exec bash, a nested bash,
 		// which get PROMPT_COMMAND from the environment) it sources this file first.
-		"__N__d="+shellQuote(dir)+" __N__rc="+shellQuote(rc),
-		"builtin printf -v __N__pc '{ __N__p || { builtin source %q && __N__p; }; } 2>/dev/null' \"$__N__rc\"",
+		"__N__d="+shellQuote(dir)+" __N__rc="+shellQuote(rc)+" __N__cf="+shellQuote(filepath.Join(dir, "command")),
+		"__N__pc="+shellQuote(promptCommand(nonce, rc)),
 		// This bash's instance, in every marker: a marker of another instance means the
 		// shell that reads the commands changed.
 		"__N__i=$$.$RANDOM$RANDOM __N__f=N",
@@ -98,6 +99,7 @@ func rcFile(nonce, rc, dir string) string {
 		"  __N__u=",
 		"  if [[ -n ${PS1-}${PS2-}${PS0-} ]]; then PS1='' PS2='' PS0=''; f+=S; fi",
 		"  if [[ $- == *e* ]]; then f+=e; fi",
+		"  if [[ $- == *v* ]]; then f+=v; fi",
 		"  builtin printf -v q %q \"${PWD-}\"",
 		"  { builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$__N__i\" \"$q\" >/dev/tty; } 2>/dev/null ||",
 		"    builtin printf '\\033]6973;"+nonce+";%d;%s;%s;%s;%s\\007' \"$s\" \"$f\" \"$c\" \"$__N__i\" \"$q\"",
@@ -177,10 +179,19 @@ func rcFile(nonce, rc, dir string) string {
 	return b.String()
 }
 
-// typedLine is what the session types to run command number seq from the file at path.
-func typedLine(nonce string, seq int, path string) []byte {
+// promptCommand is the session's PROMPT_COMMAND: its hook, and in a bash without it (exec
+// bash, a nested bash) the rc file first.
+func promptCommand(nonce, rc string) string {
+	n := "__sk_" + nonce + "_p"
+	return "{ " + n + " || { builtin source " + shellQuote(rc) + " && " + n + "; }; } 2>/dev/null"
+}
+
+// typedLine is what the session types to run command number seq from the command file
+// (named by $__sk_N_cf: the line stays short, under a terminal's width, so that a nested
+// bash's line editor does not scroll it).
+func typedLine(nonce string, seq int) []byte {
 	n := "__sk_" + nonce
-	return []byte("\x15{ " + n + "_b " + strconv.Itoa(seq) + "; } 2>/dev/null; builtin source " + shellQuote(path) +
+	return []byte("\x15{ " + n + "_b " + strconv.Itoa(seq) + "; } 2>/dev/null; builtin source \"$" + n + "_cf\"" +
 		"; { " + n + "_a; } 2>/dev/null\n")
 }
 

@@ -1,28 +1,80 @@
 package shell
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // lineMax bounds how much of one line the scanner holds back to decide whether it is the
-// session's own (a line carrying the nonce); a longer line cannot be, and streams through.
+// session's own; a longer line cannot be, and streams through.
 const lineMax = 4 << 10
+
+// ownLines is what the session's own lines look like: the terminal's echo of the line the
+// session types for each command (and set -v's copy of it), set -x's trace of its `builtin
+// source FILE`, and set -v's echo of PROMPT_COMMAND. Only these are removed: a user's line
+// that carries the nonce (declare -f, echo $PROMPT_COMMAND, env) is output like any other.
+type ownLines struct {
+	nonce   []byte
+	path    []byte   // the command file: a line with neither it nor the nonce is never the session's
+	typedAt []byte   // "{ __sk_N_a; } 2>/dev/null", the end of the typed line
+	traces  [][]byte // "builtin source FILE" as set -x shows it, quoted or not
+	pc      []byte   // the value of PROMPT_COMMAND
+}
+
+func newOwnLines(nonce, cmdPath, pc string) ownLines {
+	return ownLines{
+		nonce: []byte(nonce), path: []byte(cmdPath),
+		typedAt: []byte("{ __sk_" + nonce + "_a; } 2>/dev/null"),
+		traces:  [][]byte{[]byte(" builtin source " + cmdPath), []byte(" builtin source " + shellQuote(cmdPath))},
+		pc:      []byte(pc),
+	}
+}
+
+// suspect reports whether b may hold one of the session's lines.
+func (o *ownLines) suspect(b []byte) bool {
+	return bytes.Contains(b, o.nonce) || (len(o.path) > 0 && bytes.Contains(b, o.path))
+}
+
+// own reports whether the complete line (its newline included) is one of the session's.
+func (o *ownLines) own(line []byte) bool {
+	l := bytes.TrimRight(line, "\r\n")
+	if bytes.HasSuffix(l, o.typedAt) {
+		return true // the echo of the typed line, after whatever half line ^U erased or a line editor drew
+	}
+	for _, t := range o.traces {
+		if bytes.HasSuffix(l, t) && bytes.HasPrefix(l, []byte("+")) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPC reports whether the complete line is PROMPT_COMMAND's value, as set -v echoes it before
+// the hook runs (or as a user's echo $PROMPT_COMMAND prints it: the marker that follows tells).
+func (o *ownLines) isPC(line []byte) bool {
+	return len(o.pc) > 0 && bytes.Equal(bytes.TrimRight(line, "\r\n"), o.pc)
+}
 
 // scanner turns the raw terminal stream into transcript bytes and prompt markers. It removes
 // the markers (those with the session's nonce; any other look-alike is ordinary output) and
-// the lines that carry the nonce (bash echoing the session's own machinery). It keeps at most
-// markerMax + lineMax bytes of state. It is not safe for concurrent use.
+// the session's own lines (ownLines). It keeps at most markerMax + 2*lineMax bytes of state.
+// It is not safe for concurrent use.
 type scanner struct {
-	nonce []byte
+	own   ownLines
 	head  []byte // markerPrefix + nonce + ";"
 	carry []byte // an incomplete marker (or its start), waiting for more bytes
 	line  []byte // the current line, held back while it might be one of the session's own
 	long  bool   // the current line outgrew lineMax: it streams through to its end
-	emit  func([]byte)
-	mark  func(marker)
+	// pend is a complete line equal to PROMPT_COMMAND's value: set -v's echo when the marker
+	// that follows says verbose is on, else output.
+	pend []byte
+	emit func([]byte)
+	mark func(marker)
 }
 
-func newScanner(nonce string, emit func([]byte), mark func(marker)) *scanner {
+func newScanner(own ownLines, emit func([]byte), mark func(marker)) *scanner {
 	return &scanner{
-		nonce: []byte(nonce), head: []byte(markerPrefix + nonce + ";"),
+		own: own, head: []byte(markerPrefix + string(own.nonce) + ";"),
 		emit: emit, mark: mark,
 	}
 }
@@ -71,7 +123,11 @@ func (s *scanner) feed(p []byte) {
 		p = p[j+1:]
 		if bytes.HasPrefix(seq, s.head) {
 			if m, ok := parseMarker(string(seq[len(s.head) : len(seq)-1])); ok {
-				s.flush()
+				s.flushAt(true)
+				if len(s.pend) > 0 && !strings.Contains(m.flags, "v") {
+					s.emit(s.pend)
+				}
+				s.pend = s.pend[:0]
 				s.mark(m)
 				continue
 			}
@@ -83,10 +139,14 @@ func (s *scanner) feed(p []byte) {
 // text passes ordinary bytes on, holding back the current line until it is known not to be
 // one of the session's own.
 func (s *scanner) text(b []byte) {
+	if len(b) > 0 && len(s.pend) > 0 {
+		s.emit(s.pend) // more output came before a marker: it was output
+		s.pend = s.pend[:0]
+	}
 	for len(b) > 0 {
 		if len(s.line) == 0 && !s.long {
-			// Fast path: whole lines with no nonce among them go out at once.
-			if last := bytes.LastIndexByte(b, '\n'); last >= 0 && !bytes.Contains(b[:last+1], s.nonce) {
+			// Fast path: whole lines that cannot be the session's go out at once.
+			if last := bytes.LastIndexByte(b, '\n'); last >= 0 && !s.own.suspect(b[:last+1]) {
 				s.emit(b[:last+1])
 				b = b[last+1:]
 				continue
@@ -120,21 +180,40 @@ func (s *scanner) text(b []byte) {
 			continue
 		}
 		s.line = append(s.line, seg...)
-		if !bytes.Contains(s.line, s.nonce) {
-			s.emit(s.line)
-		}
-		s.line = s.line[:0]
+		s.complete()
 	}
 }
 
-// flush lets out the line held back, unless it is one of the session's own; an incomplete
-// marker stays held. It is called at a marker and whenever a Step is taken.
-func (s *scanner) flush() {
-	if len(s.line) > 0 && !bytes.Contains(s.line, s.nonce) {
+// complete decides on the held line, now ended by its newline.
+func (s *scanner) complete() {
+	switch {
+	case s.own.own(s.line):
+	case s.own.isPC(s.line):
+		if len(s.pend) > 0 {
+			s.emit(s.pend)
+		}
+		s.pend = append(s.pend[:0], s.line...)
+	default:
 		s.emit(s.line)
 	}
 	s.line = s.line[:0]
-	s.long = false
+}
+
+// flush lets out the held partial line, for a Step being taken: unless it may still become
+// one of the session's lines (it carries the nonce or the command file), which waits for its
+// end or the next marker. An incomplete marker and a pending PROMPT_COMMAND line stay held.
+func (s *scanner) flush() { s.flushAt(false) }
+
+// flushAt is flush; at a marker every partial line is output (the session's own lines end
+// before their command runs).
+func (s *scanner) flushAt(marker bool) {
+	if len(s.line) > 0 && (marker || !s.own.suspect(s.line)) {
+		s.emit(s.line)
+		s.line = s.line[:0]
+	}
+	if marker {
+		s.long = false
+	}
 }
 
 // end flushes everything, an incomplete marker included (the stream has ended: it was text).
@@ -144,5 +223,9 @@ func (s *scanner) end() {
 	if len(carry) > 0 {
 		s.text(carry)
 	}
-	s.flush()
+	if len(s.pend) > 0 {
+		s.emit(s.pend)
+		s.pend = s.pend[:0]
+	}
+	s.flushAt(true)
 }

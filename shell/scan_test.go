@@ -13,13 +13,21 @@ import (
 
 const testNonce = "0123456789abcdef0123456789abcdef"
 
+// testPath and testRC are the command and rc files of the scanner tests.
+const (
+	testPath = "/run/x/shell-1/command"
+	testRC   = "/run/x/shell-1/rc"
+)
+
+func testOwn() ownLines { return newOwnLines(testNonce, testPath, promptCommand(testNonce, testRC)) }
+
 // scanAll feeds chunks to a scanner and returns the transcript and the markers, with the
 // transcript offset at which each marker came.
 func scanAll(chunks ...string) (string, []marker, []int) {
 	var out bytes.Buffer
 	var marks []marker
 	var at []int
-	sc := newScanner(testNonce, func(p []byte) { out.Write(p) }, func(m marker) {
+	sc := newScanner(testOwn(), func(p []byte) { out.Write(p) }, func(m marker) {
 		marks = append(marks, m)
 		at = append(at, out.Len())
 	})
@@ -68,12 +76,12 @@ func TestScannerForgeries(t *testing.T) {
 		require.Len(t, marks, 1, "%q", forged)
 		assert.Equal(t, 4, marks[0].seq)
 	}
-	// With the nonce but malformed: not a marker; its line is the session's own and dropped.
+	// With the nonce but malformed: not a marker, and output.
 	for _, bad := range []string{
 		"\x1b]6973;" + testNonce + ";zero;;;i;/x\a", "\x1b]6973;" + testNonce + ";0;;-1;i;/x\a", "\x1b]6973;" + testNonce + ";0;;\a",
 	} {
 		out, marks, _ := scanAll("a"+bad+"b\n", "c\n")
-		assert.Equal(t, "c\n", out, "%q", bad)
+		assert.Equal(t, "a"+bad+"b\nc\n", out, "%q", bad)
 		assert.Empty(t, marks, "%q", bad)
 	}
 	// An unterminated look-alike longer than any marker is output, and does not swallow what
@@ -84,26 +92,40 @@ func TestScannerForgeries(t *testing.T) {
 	assert.Len(t, marks, 1)
 }
 
+// Only the session's own lines are removed: the echo of the typed line (after a half line ^U
+// erased), set -x's trace of its source, set -v's echo of PROMPT_COMMAND (followed by a marker
+// saying verbose is on). A user's line carrying the nonce stays.
 func TestScannerOwnLines(t *testing.T) {
-	typed := string(typedLine(testNonce, 7, "/run/x/"+testNonce+"-7"))
-	stream := "+ builtin source '/run/x/" + testNonce + "-7'\r\n" + // set -x of the typed line
-		"out 1\r\n" +
-		"{ __sk_" + testNonce + "_p; } 2>/dev/null\r\n" + // set -v of PROMPT_COMMAND
+	typed := strings.TrimPrefix(string(typedLine(testNonce, 7)), "\x15")
+	typed = strings.TrimSuffix(typed, "\n") + "\r\n"
+	pc := promptCommand(testNonce, testRC) + "\r\n"
+	stream := typed + // the terminal's echo of the typed line
+		"echo half\b \b\b \b" + typed + // a half line erased by ^U, then the typed line
+		"+ builtin source " + testPath + "\r\n" + // set -x of the typed line
+		"++ echo out 1\r\nout 1\r\n" +
+		"declare -f __sk_" + testNonce + "_p\r\n" + // a user's line with the nonce
+		pc + mk(0, "v", 7, "/") + // set -v of PROMPT_COMMAND
+		pc + mk(0, "", 8, "/") + // echo $PROMPT_COMMAND as a command's last line
 		"out 2\r\n"
-	out, _, _ := scanAll(stream)
-	assert.Equal(t, "out 1\r\nout 2\r\n", out)
-	assert.Contains(t, typed, testNonce)
+	out, marks, _ := scanAll(stream)
+	assert.Equal(t, "++ echo out 1\r\nout 1\r\ndeclare -f __sk_"+testNonce+"_p\r\n"+pc+"out 2\r\n", out)
+	assert.Len(t, marks, 2)
+	for i := 0; i <= len(stream); i++ {
+		o, _, _ := scanAll(stream[:i], stream[i:])
+		require.Equal(t, out, o, "cut at %d", i)
+	}
 
-	// A held partial line goes out at flush unless it is the session's own.
+	// A held partial line goes out at flush unless it may still become the session's own.
 	var got bytes.Buffer
-	sc := newScanner(testNonce, func(p []byte) { got.Write(p) }, func(marker) {})
+	sc := newScanner(testOwn(), func(p []byte) { got.Write(p) }, func(marker) {})
 	sc.feed([]byte("Password: "))
-	assert.Equal(t, "", got.String(), "held while it might be one of the session's lines")
 	sc.flush()
 	assert.Equal(t, "Password: ", got.String())
 	sc.feed([]byte("x " + testNonce))
 	sc.flush()
-	assert.Equal(t, "Password: ", got.String())
+	assert.Equal(t, "Password: ", got.String(), "held: it may be the echo of the typed line")
+	sc.feed([]byte(mk(0, "", 1, "/")))
+	assert.Equal(t, "Password: x "+testNonce, got.String(), "a marker lets it out")
 
 	// A long line streams through and the scanner holds at most lineMax of it.
 	got.Reset()

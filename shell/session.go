@@ -224,12 +224,12 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	if err := os.WriteFile(rc, []byte(rcFile(s.nonce, rc, dir)), 0o600); err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})
 	}
-	cmdFile, err := os.OpenFile(filepath.Join(dir, s.nonce+"-command"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	cmdFile, err := os.OpenFile(filepath.Join(dir, "command"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})
 	}
 	s.cmdFile = cmdFile
-	s.sc = newScanner(s.nonce, s.emit, s.marker)
+	s.sc = newScanner(newOwnLines(s.nonce, cmdFile.Name(), promptCommand(s.nonce, rc)), s.emit, s.marker)
 	env := append(modelEnv(), c.Env...)
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
 		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
@@ -439,7 +439,7 @@ func (s *Session) run(ctx context.Context, command string, y time.Duration) (Ste
 	seq := s.seq
 	s.waiting, s.waitSeq, s.waitInst, s.command, s.sent = true, seq, s.inst, command, time.Now()
 	s.mu.Unlock()
-	if sent, err := s.input(ctx, typedLine(s.nonce, seq, s.cmdFile.Name())); err != nil {
+	if sent, err := s.input(ctx, typedLine(s.nonce, seq)); err != nil {
 		if !sent {
 			s.mu.Lock()
 			s.waiting = false
@@ -677,7 +677,7 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 		}
 	}
 	tk := s.tr.take(s.cfg.MaxOutputBytes)
-	st.Output, st.Omitted, st.From, st.Next = tk.output, tk.omitted, tk.from, tk.next
+	st.Output, st.Omitted, st.From, st.Next = s.ownPath(tk.output), tk.omitted, tk.from, tk.next
 	st.Lost, s.lost = s.lost, 0
 	flags := s.flags
 	s.flags = ""
@@ -718,6 +718,15 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 		}
 	}
 	return st, nil
+}
+
+// ownPath shows bash's messages about the command file as a prompt's: "bash: line 1: ...".
+func (s *Session) ownPath(out string) string {
+	path := s.cmdFile.Name() + ": "
+	if !strings.Contains(out, path) {
+		return out
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(out, "bash: "+path, "bash: "), path, "bash: ")
 }
 
 // prompt is the last line of the transcript as Render shows it: a waiting program's prompt.

@@ -590,3 +590,30 @@ func TestShellReadTranscript(t *testing.T) {
 	assert.Equal(t, "one", string(d.Data))
 	assert.Equal(t, "one\ntwo\n", Render([]byte("one\r\ntwo\r\n")))
 }
+
+// Only the session's own lines leave the output: every line of declare -f, the value of
+// PROMPT_COMMAND and env's copy of it stay; a syntax error bash -n lets through (a pattern of
+// extglob, which is off) shows bash's own message.
+func TestShellKeepsUserLines(t *testing.T) {
+	s := newSession(t)
+	st := run(t, s, "declare -f | wc -l")
+	n := strings.TrimSpace(st.Output)
+	st = run(t, s, "declare -f")
+	assert.Equal(t, n, fmt.Sprint(strings.Count(st.Output, "\n")), "every line of declare -f")
+	assert.Contains(t, st.Output, "__sk_"+s.nonce+"_p")
+	st = run(t, s, "echo $PROMPT_COMMAND")
+	assert.Equal(t, promptCommand(s.nonce, filepath.Join(s.dir, "rc"))+"\n", st.Output)
+	st = run(t, s, "env | grep -c '^PROMPT_COMMAND='")
+	assert.Equal(t, "1\n", st.Output)
+
+	run(t, s, "shopt -u extglob")
+	st = run(t, s, "ls !(x)")
+	assert.Equal(t, 2, st.ExitCode)
+	assert.Equal(t, "bash: line 1: syntax error near unexpected token `('\nbash: line 1: `ls !(x)'\n", st.Output)
+
+	run(t, s, "set -xv")
+	st = run(t, s, "echo traced")
+	assert.Equal(t, "echo traced\n++ echo traced\ntraced\n", st.Output, "the command's own lines of set -v and set -x only")
+	run(t, s, "set +xv")
+	assert.Equal(t, "x\n", run(t, s, "echo x").Output)
+}
