@@ -65,9 +65,9 @@
 // set -v of PROMPT_COMMAND). A user's line that carries the nonce (declare -f, echo
 // $PROMPT_COMMAND, env) is output like any other, and a look-alike marker without the nonce
 // too. bash's messages about the command file read as a prompt's ("bash: line 1: ..."), so a
-// syntax error that `bash -n` let through shows bash's own message. PS1, PS2 and PS0 are empty, so no prompt
-// text shows. Each command is sourced from a private file: the shell's state changes exactly
-// as if it had been typed, without the terminal's 4,095-byte line limit and without echo.
+// syntax error that `bash -n` let through shows bash's own message. PS1, PS2 and PS0 are
+// empty, so no prompt text shows. Each command is sourced from a private file: the shell's
+// state changes exactly as if it had been typed, without the terminal's 4,095-byte line limit.
 //
 // The boundaries hold through what agent shells are known to trip on:
 //
