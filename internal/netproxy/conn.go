@@ -152,8 +152,18 @@ func relay(client, dest net.Conn, up, down func(int64)) error {
 
 // copyCounted copies src to dst until src's end, counting as it goes.
 func copyCounted(dst, src net.Conn, count func(int64)) error {
+	if tc, ok := src.(*net.TCPConn); ok {
+		if _, ok := dst.(*net.UnixConn); ok {
+			// From a TCP socket to a Unix one, splice(2) is only done to the end of the
+			// stream, so the count comes at the end.
+			n, err := tc.WriteTo(dst)
+			count(n)
+			return err
+		}
+	}
+	buf := make([]byte, 64<<10) // for the pairs splice(2) does not serve
 	for {
-		n, err := io.Copy(dst, io.LimitReader(src, relayChunk))
+		n, err := io.CopyBuffer(dst, io.LimitReader(src, relayChunk), buf)
 		count(n)
 		if err != nil {
 			return err
