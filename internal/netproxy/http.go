@@ -32,9 +32,9 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pl := s.p.check(r.Context(), t)
-	rec := Record{Host: t.host, Port: t.port, Verdict: Allowed, Reason: pl.reason, Via: "connect", Start: start}
+	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: "connect", Start: start}
 	if pl.refused {
-		rec.Verdict = Refused
+		rec.Verdict = VerdictRefused
 		rec.Reason = s.p.refusal(pl.reason)
 		s.p.log.finish(s.p.log.add(rec), "", nil)
 		s.answer(w, r, http.StatusForbidden, pl.reason)
@@ -134,9 +134,9 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pl := s.p.check(r.Context(), t)
-	rec := Record{Host: t.host, Port: t.port, Verdict: Allowed, Reason: pl.reason, Via: "http", Start: start}
+	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: "http", Start: start}
 	if pl.refused {
-		rec.Verdict = Refused
+		rec.Verdict = VerdictRefused
 		rec.Reason = s.p.refusal(pl.reason)
 		s.p.log.finish(s.p.log.add(rec), "", nil)
 		s.answer(w, r, http.StatusForbidden, pl.reason)

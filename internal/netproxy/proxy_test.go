@@ -70,7 +70,7 @@ func TestAllowedGoClient(t *testing.T) {
 	}
 	for i, want := range []struct{ host, via string }{{"pkg.test", "http"}, {"tls.test", "connect"}, {"pkg.test", "socks5"}} {
 		r := recs[i]
-		if r.Host != want.host || r.Via != want.via || r.Verdict != Allowed || !strings.HasPrefix(r.Reason, "allowed by ") ||
+		if r.Host != want.host || r.Via != want.via || r.Verdict != VerdictAllowed || !strings.HasPrefix(r.Reason, "allowed by ") ||
 			r.BytesDown == 0 || !strings.HasPrefix(r.Addr, "127.0.0.1:") || r.Error != "" || r.Start.IsZero() || r.End.IsZero() {
 			t.Errorf("record %d: %+v", i, r)
 		}
@@ -172,7 +172,7 @@ func TestRefusals(t *testing.T) {
 			wantCount = 3 // and plain HTTP
 		}
 		tg, _ := parseHostPort(net.JoinHostPort(strings.Trim(tc.host, "[]"), strconv.Itoa(tc.port)), 0)
-		if r.Host != tg.host || r.Port != tc.port || r.Count != wantCount || r.Verdict != Refused ||
+		if r.Host != tg.host || r.Port != tc.port || r.Count != wantCount || r.Verdict != VerdictRefused ||
 			r.Reason != "subkit sandbox: "+tc.reason {
 			t.Errorf("Refused[%d]: %+v, want %s x%d", i, r, tc.host, wantCount)
 		}
@@ -253,7 +253,7 @@ func TestDialFailures(t *testing.T) {
 	}
 	recs, _ := p.Records()
 	for _, r := range recs {
-		if r.Verdict != Allowed || r.Error == "" || r.End.IsZero() {
+		if r.Verdict != VerdictAllowed || r.Error == "" || r.End.IsZero() {
 			t.Errorf("record %+v", r)
 		}
 	}
@@ -617,5 +617,85 @@ func TestRecordsBounded(t *testing.T) {
 	refused := p.Refused()
 	if len(refused) != 3 || refused[0].Host != "h0.test" || refused[2].Host != "h2.test" {
 		t.Errorf("Refused: %s", refusedHosts(p))
+	}
+}
+
+// TestSOCKSErrors: a client that offers no method the proxy takes gets 0xFF; an unsupported
+// command or address type gets its reply code; none is recorded.
+func TestSOCKSErrors(t *testing.T) {
+	p, addr := newProxy(t, Config{Allow: []string{"pkg.test"}})
+	for _, tc := range []struct {
+		name string
+		send []byte
+		want []byte
+	}{
+		{"username/password only", []byte{5, 1, 2}, []byte{5, 0xff}},
+		{"BIND", []byte{5, 1, 0, 5, 2, 0, 3, 8, 'p', 'k', 'g', '.', 't', 'e', 's', 't', 0, 80}, []byte{5, 0, 5, socksBadCommand}},
+		{"UDP ASSOCIATE", []byte{5, 1, 0, 5, 3, 0, 1, 0, 0, 0, 0, 0, 0}, []byte{5, 0, 5, socksBadCommand}},
+		{"address type 9", []byte{5, 1, 0, 5, 1, 0, 9}, []byte{5, 0, 5, socksBadAddrType}},
+		{"empty name", []byte{5, 1, 0, 5, 1, 0, 3, 0, 0, 80}, []byte{5, 0, 5, socksNotAllowed}},
+		{"request of version 4", []byte{5, 1, 0, 4, 1, 0, 1, 1, 2, 3, 4, 0, 80}, []byte{5, 0, 5, socksFailure}},
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(tc.send); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c) // the proxy closes after its answer
+		c.Close()
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(got) < len(tc.want) || string(got[:len(tc.want)]) != string(tc.want) {
+			t.Errorf("%s: got % x, want % x...", tc.name, got, tc.want)
+		}
+	}
+	if recs, _ := p.Records(); len(recs) != 0 {
+		t.Errorf("records: %+v", recs)
+	}
+}
+
+// TestResolvedOnce: each request resolves its name once and dials what that resolution gave:
+// a resolver that answers the loopback server first and an unroutable address afterwards (a
+// rebinding attacker) cannot redirect the dial.
+func TestResolvedOnce(t *testing.T) {
+	srv := httpServer(t, hello())
+	var calls atomic.Int64
+	p, addr := newProxy(t, Config{
+		Allow: []string{"pkg.test"},
+		Resolver: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			if calls.Add(1)%2 == 1 {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			}
+			return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil // TEST-NET-1: never answers
+		},
+	})
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr}), DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	port := portOf(t, srv.Listener.Addr().String())
+	for i := range 3 {
+		calls.Store(0)
+		resp, err := client.Get("http://pkg.test:" + port + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body(t, resp); got != "hello from pkg.test:"+port+"\n" || calls.Load() != 1 {
+			t.Errorf("GET %d: %q after %d resolutions", i, got, calls.Load())
+		}
+		calls.Store(0)
+		c, _, cresp := connectRaw(t, addr, "pkg.test:"+port)
+		if cresp.StatusCode != 200 || calls.Load() != 1 {
+			t.Errorf("CONNECT %d: %s after %d resolutions", i, cresp.Status, calls.Load())
+		}
+		c.Close()
+	}
+	recs, _ := p.Records()
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Addr, "127.0.0.1:") {
+			t.Errorf("dialled %+v", r)
+		}
 	}
 }

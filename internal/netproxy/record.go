@@ -9,8 +9,8 @@ import (
 
 // Verdicts of a Record.
 const (
-	Allowed = "allowed"
-	Refused = "refused"
+	VerdictAllowed = "allowed"
+	VerdictRefused = "refused"
 )
 
 // Record is one connection (a CONNECT tunnel, a SOCKS5 connection) or one forwarded plain HTTP
@@ -21,7 +21,7 @@ type Record struct {
 	Host string
 	// Port is the destination port.
 	Port int
-	// Verdict is Allowed or Refused.
+	// Verdict is VerdictAllowed or VerdictRefused.
 	Verdict string
 	// Reason says why: "allowed by PATTERN", or the one-line refusal the client was given.
 	Reason string
@@ -34,7 +34,9 @@ type Record struct {
 	Error string
 	// BytesUp and BytesDown are the bytes carried from the client to the destination and back:
 	// the tunnel's payload, or a forwarded request's and response's bodies. A Record taken
-	// while the connection is open has the counts so far.
+	// while the connection is open has the counts so far, except that the bytes down a
+	// tunnel to a client on a Unix socket are counted when that direction ends (the copy is
+	// done by splice(2) in one go).
 	BytesUp, BytesDown int64
 	// Start is when the proxy received the request.
 	Start time.Time
@@ -82,7 +84,7 @@ func (l *recordLog) add(r Record) *entry {
 		l.head = (l.head + 1) % l.max
 		l.dropped++
 	}
-	if r.Verdict == Refused {
+	if r.Verdict == VerdictRefused {
 		key := r.Host + "\x00" + strconv.Itoa(r.Port)
 		if s, ok := l.refused[key]; ok {
 			s.Count++

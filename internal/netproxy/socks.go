@@ -174,9 +174,9 @@ func (s *server) serveSOCKS(c *trackedConn) {
 		return
 	}
 	pl := s.p.check(s.ctx, t)
-	rec := Record{Host: t.host, Port: t.port, Verdict: Allowed, Reason: pl.reason, Via: "socks5", Start: start}
+	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: "socks5", Start: start}
 	if pl.refused {
-		rec.Verdict = Refused
+		rec.Verdict = VerdictRefused
 		rec.Reason = s.p.refusal(pl.reason)
 		s.p.log.finish(s.p.log.add(rec), "", nil)
 		_, _ = c.Write(socksReply(socksNotAllowed, nil))
