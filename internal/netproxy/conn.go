@@ -161,7 +161,10 @@ func copyCounted(dst, src net.Conn, count func(int64)) error {
 			return err
 		}
 	}
-	buf := make([]byte, 64<<10) // for the pairs splice(2) does not serve
+	var buf []byte // for the pairs splice(2) does not serve
+	if _, ok := dst.(*net.TCPConn); !ok {
+		buf = make([]byte, 64<<10)
+	}
 	for {
 		n, err := io.CopyBuffer(dst, io.LimitReader(src, relayChunk), buf)
 		count(n)

@@ -56,6 +56,7 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	if !s.conns.add(dest) {
 		_ = dest.Close()
 		s.p.log.finish(e, "", ErrClosed)
+		s.answer(w, r, http.StatusServiceUnavailable, "the proxy is closing")
 		return
 	}
 	defer dest.Close()
