@@ -104,7 +104,8 @@ type Config struct {
 	// the credential stores), noDefaultHidden (true: only hidden is hidden), allowUnixSockets
 	// (sockets the commands may connect to), protected (paths of the writable roots kept
 	// read-only, added to sandbox.DefaultProtected), noDefaultProtected (true: only protected
-	// is protected), network ("on" or "off"), backend and limits
+	// is protected), network ("on", "off" or "allow": only the hosts of allow, less those of
+	// deny, through the allow-list proxy), allow, deny, backend and limits
 	// (cpuSeconds, fileSizeBytes, openFiles, processes, addressSpaceBytes). New fails with
 	// ErrUnsupported when nothing here can enforce it; a command never runs unconfined when
 	// confinement was asked for. It needs the kit's helper executable, as Guard does.

@@ -331,7 +331,7 @@ func toPolicy(v any) (*sandbox.Policy, error) {
 }
 
 // policyKeys are the keys of a sandbox mapping.
-const policyKeys = "writable, hidden, noDefaultHidden, allowUnixSockets, protected, noDefaultProtected, network, backend, limits"
+const policyKeys = "writable, hidden, noDefaultHidden, allowUnixSockets, protected, noDefaultProtected, network, allow, deny, backend, limits"
 
 func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 	switch key {
@@ -343,6 +343,10 @@ func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 		p.NoDefaultHidden, err = toBool(v)
 	case "allowUnixSockets":
 		p.AllowUnixSockets, err = toStrings(v)
+	case "allow":
+		p.Allow, err = toStrings(v)
+	case "deny":
+		p.Deny, err = toStrings(v)
 	case "protected":
 		p.Protected, err = toStrings(v)
 	case "noDefaultProtected":
@@ -355,8 +359,10 @@ func setPolicyKey(p *sandbox.Policy, key string, v any) (err error) {
 				p.Network = sandbox.NetworkOn
 			case "off":
 				p.Network = sandbox.NetworkOff
+			case "allow":
+				p.Network = sandbox.NetworkAllowList
 			default:
-				err = fmt.Errorf("want \"on\" or \"off\", got %q", s)
+				err = fmt.Errorf("want \"on\", \"off\" or \"allow\", got %q", s)
 			}
 		}
 	case "backend":

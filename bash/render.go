@@ -8,7 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -124,7 +123,7 @@ func renderStatus(b *strings.Builder, r Result) {
 		if n, ok := map[string]int{"SIGXCPU": 24, "SIGXFSZ": 25}[r.Signal]; ok {
 			code = 128 + n // the limits' signals, as a shell reports them
 		}
-		if line := sandbox.LikelyDenial(r.Stderr.Tail, code); line != "" {
+		if line := r.Sandbox.LikelyDenial(r.Stderr.Tail, code); line != "" {
 			fmt.Fprintf(b, "[%s (%s backend)]\n", line, r.Sandbox.Backend)
 		}
 	}

@@ -30,6 +30,7 @@ func LikelyDenial(stderrTail []byte, exitCode int) string {
 		{[]string{"too many open files"}, "sandbox: the program likely hit the open-files limit; raise Limits.OpenFiles"},
 		{[]string{"read-only file system"}, "sandbox: a write outside the writable roots (or to a protected path) was likely refused (read-only file system); allow a directory with --writable DIR (Policy.Writable), or write under $TMPDIR"},
 		{[]string{"invalid cross-device link"}, "sandbox: a rename or link out of a writable root was likely refused; allow the other directory with --writable DIR (Policy.Writable)"},
+		{[]string{"is not in the network allow-list", "connect tunnel failed, response 403", "tunnel connection failed: 403"}, "sandbox: a host was likely refused by the network allow-list (the Report's NetworkRefused names it); allow it with --allow HOST (Policy.Allow)"},
 		{[]string{"network is unreachable", "cannot assign requested address", "address family not supported", "temporary failure in name resolution", "could not resolve host"}, "sandbox: a network access was likely refused (the network is off); allow it with --network on (Policy.Network)"},
 		{[]string{"operation not permitted"}, "sandbox: a call was likely refused by the sandbox (Operation not permitted: network sockets when the network is off, ptrace, mount, namespaces, keyrings, bpf); --network on allows sockets, the rest stays refused"},
 		{[]string{"permission denied"}, "sandbox: an access was likely refused by the sandbox (Permission denied: a write outside the writable roots, or a hidden path); --writable DIR allows writes there, and the Report lists the hidden paths"},
@@ -51,4 +52,22 @@ func LikelyDenial(stderrTail []byte, exitCode int) string {
 		}
 	}
 	return ""
+}
+
+// LikelyDenial is the package's LikelyDenial for a program confined as r says, naming the
+// hosts the network allow-list refused it, when it failed after such a refusal. A nil Report
+// is an unconfined program: "".
+func (r *Report) LikelyDenial(stderrTail []byte, exitCode int) string {
+	if r == nil {
+		return ""
+	}
+	if len(r.NetworkRefused) > 0 && exitCode != 0 {
+		hosts := make([]string, 0, len(r.NetworkRefused))
+		for _, n := range r.NetworkRefused {
+			host, _, _ := strings.Cut(n, ": ")
+			hosts = append(hosts, host)
+		}
+		return "sandbox: the network allow-list refused " + strings.Join(hosts, ", ") + "; allow a host with --allow HOST (Policy.Allow)"
+	}
+	return LikelyDenial(stderrTail, exitCode)
 }

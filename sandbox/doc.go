@@ -98,7 +98,13 @@
 // roots (Landlock has no metadata right; bwrap's read-only mounts refuse them), or
 // Limits.Processes when the program runs as uid 0, whom the kernel exempts from
 // RLIMIT_NPROC. LikelyDenial turns a program's stderr and exit status into one line saying
-// which refusal is likely behind a failure.
+// which refusal is likely behind a failure; Report.LikelyDenial also names the hosts the
+// network allow-list refused.
+//
+// NetworkAllowList gives the program a network namespace with only loopback, where the init
+// passes 127.0.0.1:ProxyPort on to the allow-list proxy the caller runs outside
+// (Program.Proxy; subprocess runs internal/netproxy for it) and the proxy variables point
+// ordinary clients at it.
 //
 // Linux only: elsewhere New fails with ErrUnsupported.
 package sandbox

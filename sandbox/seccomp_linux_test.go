@@ -112,6 +112,8 @@ func TestLikelyDenial(t *testing.T) {
 		{"Permission denied\n", 0, ""},
 		{"all good\n", 1, ""},
 		{"\xff\xfe not utf-8 Permission DENIED", 1, "Permission denied"},
+		{"curl: (56) CONNECT tunnel failed, response 403\n", 56, "--allow HOST"},
+		{"urllib.error.URLError: <urlopen error Tunnel connection failed: 403 Forbidden>\n", 1, "network allow-list"},
 	} {
 		got := LikelyDenial([]byte(c.stderr), c.code)
 		if c.want == "" {
@@ -121,4 +123,12 @@ func TestLikelyDenial(t *testing.T) {
 		require.Contains(t, got, c.want, c.stderr)
 		require.NotContains(t, got, "\n")
 	}
+
+	// A Report names the hosts its allow-list refused, when the program failed.
+	rep := &Report{NetworkRefused: []string{"pypi.org:443: subkit proxy: pypi.org:443 is not in the network allow-list (add --allow pypi.org) (2 times)"}}
+	require.Equal(t, "sandbox: the network allow-list refused pypi.org:443; allow a host with --allow HOST (Policy.Allow)",
+		rep.LikelyDenial([]byte("pip: error\n"), 1))
+	require.Empty(t, rep.LikelyDenial(nil, 0))
+	require.Contains(t, (&Report{}).LikelyDenial([]byte("Read-only file system"), 1), "read-only")
+	require.Empty(t, (*Report)(nil).LikelyDenial([]byte("Read-only file system"), 1))
 }

@@ -59,6 +59,7 @@ type Handle struct {
 	collectors     [2]*collector
 	spill          *spillPlace     // where the collectors' spill files go
 	sandbox        *sandbox.Report // how the tree is confined, or nil
+	proxy          *allowProxy     // the sandbox's allow-list proxy, ended with the Result, or nil
 	pumpsR         [2]*os.File     // read ends the pumps own, for cutting them
 	pumpsDone      chan struct{}   // closed when every pump has returned
 	feed           *feeder         // the stdin copy (InputBytes, InputReader), or nil
@@ -427,6 +428,9 @@ wait:
 
 	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
 		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage, StdinErr: stdinErr, Sandbox: h.sandbox}
+	if h.proxy != nil { // the program has ended, and its network namespace with it
+		r.Sandbox = h.proxy.end(h.svc.log, h.sandbox)
+	}
 	if exit.err != nil {
 		h.svc.log.Warn("leader's exit status unknown", "pid", h.pid, "err", exit.err)
 	}

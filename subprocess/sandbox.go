@@ -44,6 +44,14 @@ type confined struct {
 	cloneflags uintptr // namespaces to start path in (sandbox.Launch.Cloneflags)
 	setsid     bool    // path starts in a session of its own (sandbox.Launch.Setsid)
 	report     *sandbox.Report
+	proxy      *allowProxy // the allow-list's proxy (sandbox.NetworkAllowList), or nil
+}
+
+// abandon stops what confine started for a program that did not start.
+func (c confined) abandon(s *Service) {
+	if c.proxy != nil {
+		c.proxy.end(s.log, c.report)
+	}
 }
 
 // confine turns the program a spawn would start into what starts it under pol (the Spec's, else
@@ -64,12 +72,23 @@ func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env
 	if err != nil {
 		return confined{}, &Error{Op: op, Name: path, Kind: ErrSystem, Err: fmt.Errorf("sandbox temp dir: %w", err)}
 	}
-	l, err := sb.Prepare(pol, sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env), Terminal: terminal, Readable: readable})
+	prog := sandbox.Program{Path: path, Args: argv, Env: env, Dir: dir, TempDir: tmp, Home: homeOf(env), Terminal: terminal, Readable: readable}
+	var proxy *allowProxy
+	if pol.Network == sandbox.NetworkAllowList {
+		if proxy, err = s.startProxy(op, path, pol); err != nil {
+			return confined{}, err
+		}
+		prog.Proxy = proxy.sock
+	}
+	l, err := sb.Prepare(pol, prog)
 	if err != nil {
+		if proxy != nil {
+			proxy.end(s.log, &sandbox.Report{})
+		}
 		return confined{}, sandboxError(op, path, err)
 	}
 	report := l.Report
-	return confined{path: l.Path, args: l.Args, env: l.Env, cloneflags: l.Cloneflags, setsid: l.Setsid, report: &report}, nil
+	return confined{path: l.Path, args: l.Args, env: l.Env, cloneflags: l.Cloneflags, setsid: l.Setsid, report: &report, proxy: proxy}, nil
 }
 
 // sandboxTemp is the private temp dir (TMPDIR) of the Service's sandboxed programs, made in the

@@ -2,6 +2,10 @@ package subprocess_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,4 +91,59 @@ func TestSandboxPerSpec(t *testing.T) {
 	spec.Sandbox = &sandbox.Policy{Network: sandbox.Network(9)}
 	_, err = svc.Spawn(context.Background(), spec)
 	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+}
+
+// hostAddr is an address of this host other than loopback, or "" when it has none.
+func hostAddr(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// With sandbox.NetworkAllowList the program reaches an allowed host through the Service's
+// proxy (found by curl through HTTP_PROXY) and nothing else; the Result's Report lists what the
+// proxy refused, and nothing of the proxy outlives the program, under the guard too.
+func TestSandboxNetworkAllowList(t *testing.T) {
+	ip := hostAddr(t)
+	if ip == "" {
+		t.Skip("this host has no address but loopback")
+	}
+	l, err := net.Listen("tcp4", ip+":0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	allowed := l.Addr().String()
+	for _, guard := range []bool{false, true} {
+		svc := newService(t, subprocess.Config{Guard: guard})
+		pol := &sandbox.Policy{Network: sandbox.NetworkAllowList, Allow: []string{allowed}}
+		spec := sh(`curl -sS --max-time 30 http://` + allowed + `/; curl -sS --max-time 30 http://not-allowed.invalid/ 2>&1; echo "status=$?"
+curl -sS --max-time 30 --noproxy '*' http://` + allowed + `/ 2>&1; echo "direct=$?"`)
+		spec.Sandbox = pol
+		h, err := svc.Spawn(context.Background(), spec)
+		if errors.Is(err, subprocess.ErrUnsupported) {
+			t.Skipf("no namespaces backend here: %v", err)
+		}
+		require.NoError(t, err)
+		res, err := h.Wait(ctxT(t, time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, h.Close())
+		out := string(res.Stdout.Tail)
+		assert.Contains(t, out, "ALLOWED-BODY\n", "guard %v: %s", guard, out)
+		assert.Contains(t, out, "subkit proxy: not-allowed.invalid:80 is not in the network allow-list (add --allow not-allowed.invalid)\n",
+			"guard %v: curl shows the proxy's refusal: %s", guard, out)
+		assert.Contains(t, out, "direct=7", "guard %v: %s", guard, out)
+		require.NotNil(t, res.Sandbox)
+		assert.Equal(t, "allow-list through the proxy", res.Sandbox.Network)
+		require.Len(t, res.Sandbox.NetworkRefused, 1, "guard %v: %q", guard, res.Sandbox.NetworkRefused)
+		assert.Contains(t, res.Sandbox.NetworkRefused[0], "not-allowed.invalid:80: ")
+		socks, err := filepath.Glob(filepath.Join(svc.RuntimeRoot(), "px-*"))
+		require.NoError(t, err)
+		assert.Empty(t, socks, "the proxy's socket is gone with the program")
+	}
 }

@@ -67,7 +67,7 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.sandbox = c.report
+	h.sandbox, h.proxy = c.report, c.proxy
 	cmd := &exec.Cmd{Path: c.path, Args: c.args, Dir: dir, Env: c.env}
 	s.backend.prepare(cmd)
 	c.apply(cmd)
@@ -76,11 +76,13 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	defer io.closeChildEnds()
 	if err := io.setup(cmd, h, spec); err != nil {
 		io.closeParentEnds()
+		c.abandon(s)
 		return nil, s.startError(spec.Path, err)
 	}
 	h.tree, h.pid, err = s.backend.start(cmd)
 	if err != nil {
 		io.closeParentEnds()
+		c.abandon(s)
 		return nil, s.startError(spec.Path, err)
 	}
 	h.start = time.Now()

@@ -33,8 +33,10 @@ type Terminal struct {
 	master *os.File // see ptyMaster: in the runtime poller, except on darwin
 	out    *collector
 	tree   *posix.Tree // the program's exit, without a thread blocked on it
-	// how the program is confined, or nil
+	// how the program is confined, or nil; under mu once the program has ended (the
+	// allow-list's refusals are added then)
 	sandbox *sandbox.Report
+	proxy   *allowProxy // the sandbox's allow-list proxy, ended with the program, or nil
 
 	leaderDone chan struct{}
 	settledCh  chan struct{}
@@ -87,11 +89,12 @@ func startTerminal(s *Service, path, dir string, env []string, spec TerminalSpec
 	tree, cookie, pid, err := be.startTree(cmd) // a session leader leads a group of its own too
 	if err != nil {
 		master.Close()
+		c.abandon(s)
 		return nil, s.startError(spec.Path, err)
 	}
 	ctx := context.Background()
 	t := &Terminal{
-		svc: s, argv: argv, grace: spec.Grace, start: time.Now(), sandbox: report,
+		svc: s, argv: argv, grace: spec.Grace, start: time.Now(), sandbox: report, proxy: c.proxy,
 		master: master, out: newCollector("terminal", Output{TailBytes: spec.TailBytes}, nil),
 		tree: tree, cookie: cookie,
 		leaderDone: make(chan struct{}), settledCh: make(chan struct{}), endedCh: make(chan struct{}),
@@ -137,6 +140,12 @@ func (t *Terminal) run() {
 		r.Signal = unix.SignalName(exit.Signal)
 	}
 	t.result = r
+	if t.proxy != nil { // the program has ended, and its network namespace with it
+		rep := t.proxy.end(t.svc.log, t.sandbox)
+		t.mu.Lock()
+		t.sandbox = rep
+		t.mu.Unlock()
+	}
 	close(t.settledCh)
 
 	<-t.out.done
@@ -231,6 +240,8 @@ func (t *Terminal) Sandbox() *sandbox.Report {
 	if t.valid("sandbox") != nil {
 		return nil
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.sandbox
 }
 

@@ -23,7 +23,7 @@ const codeUsage = `usage: subkit code --lang python3|node|bash [--timeout DUR] [
                    [--tail-bytes N] [--interpreter PROGRAM] [--json] [SANDBOX FLAGS]
 SANDBOX FLAGS: --sandbox [--writable DIR]... [--hidden PATH]... [--no-default-hidden]
                    [--allow-unix-socket PATH]... [--protected PATH]... [--no-default-protected]
-                   [--network on|off]
+                   [--network on|off|allow] [--allow HOST]... [--deny HOST]...
 
 Runs CODE (or the code read from stdin, for -) in a fresh private directory with the language's
 interpreter, stdin from the null device (or --stdin-file), a credential-scrubbed environment

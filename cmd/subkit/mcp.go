@@ -22,7 +22,6 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/coderuntime"
-	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -30,7 +29,7 @@ const mcpUsage = `usage: subkit mcp [--config FILE] [SANDBOX FLAGS] [--lsp EXT=S
                   [--http 127.0.0.1:PORT [--token-file FILE] [--session-idle DUR]]
 SANDBOX FLAGS: --sandbox [--writable DIR]... [--hidden PATH]... [--no-default-hidden]
                   [--allow-unix-socket PATH]... [--protected PATH]... [--no-default-protected]
-                  [--network on|off]
+                  [--network on|off|allow] [--allow HOST]... [--deny HOST]...
 
 Serves the kit as a Model Context Protocol server: over stdin and stdout (newline-delimited
 JSON-RPC, one client) until stdin ends, or with --http over streamable HTTP on a loopback address
@@ -471,25 +470,6 @@ func millis(field string, ms int64, def, max time.Duration) (time.Duration, erro
 		return 0, fmt.Errorf("%s %d is above the limit %d (%v)", field, ms, max.Milliseconds(), max)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// describeSandbox is the structured form of how a tree was confined.
-type mcpSandbox struct {
-	Backend    string   `json:"backend" jsonschema:"the backend that enforced the policy (landlock, bubblewrap)"`
-	Network    string   `json:"network" jsonschema:"off or on"`
-	How        string   `json:"how" jsonschema:"what enforced each part, in words"`
-	Unenforced []string `json:"unenforced" jsonschema:"parts of the policy this machine could not enforce"`
-}
-
-func sandboxOf(r *sandbox.Report) *mcpSandbox {
-	if r == nil {
-		return nil
-	}
-	network := "off"
-	if r.Network == "on" {
-		network = "on"
-	}
-	return &mcpSandbox{Backend: string(r.Backend), Network: network, How: r.String(), Unenforced: nonNil(r.Unenforced)}
 }
 
 func nonNil[T any](s []T) []T {

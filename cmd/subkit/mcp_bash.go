@@ -43,20 +43,20 @@ type mcpProc struct {
 }
 
 type bashOut struct {
-	Command    string      `json:"command"`
-	Pid        int         `json:"pid" jsonschema:"the shell's pid, also its process group id"`
-	ExitCode   *int        `json:"exit_code" jsonschema:"the shell's exit status; null when a signal ended it"`
-	Signal     string      `json:"signal" jsonschema:"the signal that ended the shell (SIGKILL), or empty"`
-	TimedOut   bool        `json:"timed_out" jsonschema:"the timeout expired and the whole tree was terminated"`
-	Cancelled  bool        `json:"cancelled" jsonschema:"the client cancelled the call (or the server shut down) and the whole tree was terminated"`
-	TimeoutMs  int64       `json:"timeout_ms" jsonschema:"the timeout that applied, in milliseconds; 0 for a background command"`
-	DurationMs int64       `json:"duration_ms"`
-	Stdout     mcpStream   `json:"stdout"`
-	Stderr     mcpStream   `json:"stderr"`
-	PipesHeld  bool        `json:"pipes_held" jsonschema:"a process the command started kept the output open after the shell exited; what it wrote later is not here"`
-	Lingering  bool        `json:"lingering" jsonschema:"processes the command started still run after the shell exited (a server &); they run until they exit or the server shuts down"`
-	Survivors  []mcpProc   `json:"survivors" jsonschema:"the lingering processes, as listed when the shell exited"`
-	Sandbox    *mcpSandbox `json:"sandbox,omitempty" jsonschema:"how the command was confined, when the server runs with a sandbox"`
+	Command    string         `json:"command"`
+	Pid        int            `json:"pid" jsonschema:"the shell's pid, also its process group id"`
+	ExitCode   *int           `json:"exit_code" jsonschema:"the shell's exit status; null when a signal ended it"`
+	Signal     string         `json:"signal" jsonschema:"the signal that ended the shell (SIGKILL), or empty"`
+	TimedOut   bool           `json:"timed_out" jsonschema:"the timeout expired and the whole tree was terminated"`
+	Cancelled  bool           `json:"cancelled" jsonschema:"the client cancelled the call (or the server shut down) and the whole tree was terminated"`
+	TimeoutMs  int64          `json:"timeout_ms" jsonschema:"the timeout that applied, in milliseconds; 0 for a background command"`
+	DurationMs int64          `json:"duration_ms"`
+	Stdout     mcpStream      `json:"stdout"`
+	Stderr     mcpStream      `json:"stderr"`
+	PipesHeld  bool           `json:"pipes_held" jsonschema:"a process the command started kept the output open after the shell exited; what it wrote later is not here"`
+	Lingering  bool           `json:"lingering" jsonschema:"processes the command started still run after the shell exited (a server &); they run until they exit or the server shuts down"`
+	Survivors  []mcpProc      `json:"survivors" jsonschema:"the lingering processes, as listed when the shell exited"`
+	Sandbox    *sandboxOutput `json:"sandbox,omitempty" jsonschema:"how the command was confined, when the server runs with a sandbox"`
 }
 
 func bashOutOf(r bash.Result) bashOut {
@@ -64,7 +64,7 @@ func bashOutOf(r bash.Result) bashOut {
 		Command: r.Command, Pid: r.Pid, Signal: r.Signal, TimedOut: r.TimedOut, Cancelled: r.Cancelled,
 		TimeoutMs: r.Timeout.Milliseconds(), DurationMs: r.Duration.Milliseconds(),
 		Stdout: streamOf(r.Stdout), Stderr: streamOf(r.Stderr), PipesHeld: r.PipesHeld, Lingering: r.Lingering,
-		Survivors: []mcpProc{}, Sandbox: sandboxOf(r.Sandbox),
+		Survivors: []mcpProc{}, Sandbox: sandboxJSON(r.Sandbox),
 	}
 	if r.Signal == "" {
 		code := r.ExitCode

@@ -18,6 +18,7 @@ type sandboxFlags struct {
 	protected       stringList
 	noDefaultProt   bool
 	network         string
+	allow, deny     stringList
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
@@ -28,13 +29,15 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.sockets, "allow-unix-socket", "with --sandbox: a Unix socket outside the writable dirs the command may connect to, such as an ssh agent's (repeatable)")
 	fs.Var(&f.protected, "protected", "with --sandbox: a path of the writable dirs kept read-only, in addition to .git/hooks, .git/config, rc files, .vscode and the like (repeatable)")
 	fs.BoolVar(&f.noDefaultProt, "no-default-protected", false, "with --sandbox: leave .git/hooks, rc files and the like writable; only --protected paths are read-only")
-	fs.StringVar(&f.network, "network", "off", "with --sandbox: on or off")
+	fs.StringVar(&f.network, "network", "off", "with --sandbox: on, off, or allow (only the --allow hosts, through a proxy; Linux, the namespaces backend)")
+	fs.Var(&f.allow, "allow", "with --network allow: a host the command may reach: example.com, *.example.com (its subdomains), 10.0.0.0/8, each with an optional :PORT (repeatable)")
+	fs.Var(&f.deny, "deny", "with --network allow: a host refused even when --allow matches it (repeatable)")
 }
 
 // policy is the policy the flags ask for, or nil without --sandbox.
 func (f *sandboxFlags) policy(fs *flag.FlagSet) (*sandbox.Policy, error) {
 	if !f.on {
-		for _, name := range []string{"writable", "hidden", "no-default-hidden", "allow-unix-socket", "protected", "no-default-protected", "network"} {
+		for _, name := range []string{"writable", "hidden", "no-default-hidden", "allow-unix-socket", "protected", "no-default-protected", "network", "allow", "deny"} {
 			if flagSet(fs, name) {
 				return nil, fmt.Errorf("--%s applies with --sandbox only", name)
 			}
@@ -47,8 +50,16 @@ func (f *sandboxFlags) policy(fs *flag.FlagSet) (*sandbox.Policy, error) {
 	case "off":
 	case "on":
 		p.Network = sandbox.NetworkOn
+	case "allow":
+		if len(f.allow) == 0 {
+			return nil, errors.New("--network allow needs at least one --allow HOST")
+		}
+		p.Network, p.Allow, p.Deny = sandbox.NetworkAllowList, f.allow, f.deny
 	default:
-		return nil, fmt.Errorf("--network %q: want on or off", f.network)
+		return nil, fmt.Errorf("--network %q: want on, off or allow", f.network)
+	}
+	if f.network != "allow" && (len(f.allow) > 0 || len(f.deny) > 0) {
+		return nil, errors.New("--allow and --deny apply with --network allow only")
 	}
 	return p, nil
 }
@@ -59,15 +70,18 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// sandboxOutput is the "sandbox" object of --json: which backend enforced, and what it could
-// not.
+// sandboxOutput is the "sandbox" object of --json and of subkit mcp's answers: which backend
+// enforced, and what it could not.
 type sandboxOutput struct {
-	Backend    string   `json:"backend"`
-	Network    string   `json:"network"` // "off" or "on"
-	How        string   `json:"how"`     // the report in words: what enforced each part
-	Writable   []string `json:"writable"`
-	Hidden     []string `json:"hidden"`
-	Unenforced []string `json:"unenforced"`
+	Backend        string   `json:"backend" jsonschema:"the backend that enforced the policy: namespaces, landlock or bwrap"`
+	Network        string   `json:"network" jsonschema:"off, on, or allow (only the allow-listed hosts, through the sandbox's proxy)"`
+	How            string   `json:"how" jsonschema:"what enforced each part, in words"`
+	Writable       []string `json:"writable" jsonschema:"the writable roots"`
+	Hidden         []string `json:"hidden" jsonschema:"the hidden paths that exist"`
+	Allow          []string `json:"allow,omitempty" jsonschema:"network allow: the host patterns allowed"`
+	Deny           []string `json:"deny,omitempty" jsonschema:"network allow: the host patterns refused"`
+	NetworkRefused []string `json:"network_refused,omitempty" jsonschema:"network allow: the connections the proxy refused (host:port: reason (N times)); add a host with --allow HOST"`
+	Unenforced     []string `json:"unenforced" jsonschema:"parts of the policy this machine could not enforce"`
 }
 
 func sandboxJSON(r *sandbox.Report) *sandboxOutput {
@@ -75,11 +89,14 @@ func sandboxJSON(r *sandbox.Report) *sandboxOutput {
 		return nil
 	}
 	network := "off"
-	if r.Network == "on" {
+	switch {
+	case r.Network == "on":
 		network = "on"
+	case len(r.Allow) > 0:
+		network = "allow"
 	}
 	out := &sandboxOutput{Backend: string(r.Backend), Network: network, How: r.String(),
-		Writable: r.Writable, Hidden: r.Hidden, Unenforced: r.Unenforced}
+		Writable: r.Writable, Hidden: r.Hidden, Allow: r.Allow, Deny: r.Deny, NetworkRefused: r.NetworkRefused, Unenforced: r.Unenforced}
 	for _, s := range []*[]string{&out.Writable, &out.Hidden, &out.Unenforced} {
 		if *s == nil {
 			*s = []string{} // a list in the JSON, never null

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +178,54 @@ func TestSandboxProtectedFlags(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "Makefile"))
 	require.NoError(t, err)
 	assert.Equal(t, "orig\n", string(b))
+}
+
+// --network allow --allow HOST: the command reaches the allowed host through the sandbox's
+// proxy and nothing else; --json names what was refused; the flags are checked.
+func TestSandboxNetworkAllowFlags(t *testing.T) {
+	var ip string
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ip = n.IP.String()
+		}
+	}
+	if ip == "" {
+		t.Skip("this host has no address but loopback")
+	}
+	l, err := net.Listen("tcp4", ip+":0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	allowed := l.Addr().String()
+
+	code, out, stderr := cli(t, "", "bash", "--sandbox", "--network", "allow", "--allow", allowed, "--json",
+		"curl -sS --max-time 30 http://"+allowed+"/; curl -sS --max-time 30 http://refused.invalid/")
+	if strings.Contains(stderr, "needs the namespaces backend") {
+		t.Skipf("no namespaces backend here: %s", stderr)
+	}
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	res := decode[bashOutput](t, out)
+	assert.Contains(t, res.Stdout.Tail, "ALLOWED-BODY\n")
+	assert.Contains(t, res.Stdout.Tail, "refused.invalid:80 is not in the network allow-list (add --allow refused.invalid)")
+	require.NotNil(t, res.Sandbox, out)
+	assert.Equal(t, "allow", res.Sandbox.Network)
+	assert.Equal(t, []string{allowed}, res.Sandbox.Allow)
+	require.Len(t, res.Sandbox.NetworkRefused, 1, out)
+	assert.Contains(t, res.Sandbox.NetworkRefused[0], "refused.invalid:80")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "--sandbox", "--allow", "x.test", "--", "true"}, "--allow and --deny apply with --network allow only"},
+		{[]string{"exec", "--sandbox", "--network", "allow", "--", "true"}, "--network allow needs at least one --allow HOST"},
+		{[]string{"exec", "--sandbox", "--network", "allow", "--allow", "*.*.x", "--", "true"}, "*.*.x"},
+	} {
+		code, _, stderr := cli(t, "", c.args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", c.args, stderr)
+		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
 }
