@@ -16,11 +16,13 @@ const (
 	DefaultRows            = 50
 	DefaultMaxOutputBytes  = 64000   // per Step: half from the head of the new output, half from its tail
 	DefaultTranscriptBytes = 1 << 20 // newest transcript bytes kept for ReadTranscript
-	DefaultYield           = 10 * time.Second
-	DefaultMaxYield        = 10 * time.Minute
-	DefaultGrace           = 3 * time.Second
-	DefaultStartTimeout    = 30 * time.Second
-	DefaultInputSettle     = 100 * time.Millisecond
+	// DefaultTranscriptFileBytes bounds the transcript file.
+	DefaultTranscriptFileBytes = 64 << 20
+	DefaultYield               = 10 * time.Second
+	DefaultMaxYield            = 10 * time.Minute
+	DefaultGrace               = 3 * time.Second
+	DefaultStartTimeout        = 30 * time.Second
+	DefaultInputSettle         = 100 * time.Millisecond
 	// MinInputSettle and MaxInputSettle bound Config.InputSettle.
 	MinInputSettle = 10 * time.Millisecond
 	MaxInputSettle = 10 * time.Second
@@ -64,6 +66,12 @@ type Config struct {
 	// TranscriptBytes is how many of the newest transcript bytes the session keeps for
 	// ReadTranscript; it is at least MaxOutputBytes. Default DefaultTranscriptBytes.
 	TranscriptBytes int
+	// TranscriptFileBytes bounds the transcript file (Session.TranscriptPath), which holds the
+	// transcript from its start, so that ReadTranscript reaches what the memory no longer
+	// holds; past it the file grows no more. Default DefaultTranscriptFileBytes (64 MiB); at
+	// most 1 TiB. NoTranscriptFile keeps the transcript in memory only.
+	TranscriptFileBytes int64
+	NoTranscriptFile    bool
 	// Yield is how long Run, Write and Poll wait for the command to finish when they are
 	// given 0; default DefaultYield. MaxYield is the longest wait they accept; default
 	// DefaultMaxYield.
@@ -121,6 +129,9 @@ func (c Config) Validate() error {
 			return bad(n.field, "%d is above the limit %d", n.n, n.max)
 		}
 	}
+	if c.TranscriptFileBytes < 0 || c.TranscriptFileBytes > 1<<40 {
+		return bad("TranscriptFileBytes", "%d is outside [0, 1 TiB]; use 0 for the default", c.TranscriptFileBytes)
+	}
 	durs := []struct {
 		field string
 		d     time.Duration
@@ -165,6 +176,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TranscriptBytes == 0 {
 		c.TranscriptBytes = max(DefaultTranscriptBytes, c.MaxOutputBytes)
+	}
+	if c.TranscriptFileBytes == 0 {
+		c.TranscriptFileBytes = DefaultTranscriptFileBytes
 	}
 	if c.MaxYield == 0 {
 		c.MaxYield = DefaultMaxYield

@@ -53,6 +53,9 @@ type Step struct {
 	// bytes were left out between them (Omitted).
 	Output  string
 	Omitted int64
+	// OmittedFrom is the transcript offset of the first omitted byte (when Omitted > 0):
+	// ReadTranscript(OmittedFrom, n) reads them while the transcript holds them.
+	OmittedFrom int64
 	// From and Next are the transcript offsets of this Step's output: ReadTranscript(From, 0)
 	// reads it whole while the transcript still holds it; Next is where the next Step starts.
 	From, Next int64
@@ -220,6 +223,13 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		return fail(&Error{Op: op, ID: id, Err: err, Hint: "the Service's runtime root is not writable"})
 	}
 	s.dir = dir
+	if !c.NoTranscriptFile {
+		f, err := os.OpenFile(filepath.Join(dir, "transcript"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fail(&Error{Op: op, ID: id, Err: err})
+		}
+		s.tr.file, s.tr.fileMax = f, c.TranscriptFileBytes
+	}
 	rc := filepath.Join(dir, "rc")
 	if err := os.WriteFile(rc, []byte(rcFile(s.nonce, rc, dir)), 0o600); err != nil {
 		return fail(&Error{Op: op, ID: id, Err: err})
@@ -319,6 +329,16 @@ func (s *Session) Sandbox() *sandbox.Report {
 		return nil
 	}
 	return s.term.Sandbox()
+}
+
+// TranscriptPath is the file that holds the whole transcript (raw, as ReadTranscript reads it),
+// up to Config.TranscriptFileBytes, while the session is open; Close removes it. It is "" when
+// Config.NoTranscriptFile is set.
+func (s *Session) TranscriptPath() string {
+	if s == nil || s.tr == nil || s.tr.file == nil {
+		return ""
+	}
+	return s.tr.file.Name()
 }
 
 func (s *Session) touch() {
@@ -677,7 +697,7 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 		}
 	}
 	tk := s.tr.take(s.cfg.MaxOutputBytes)
-	st.Output, st.Omitted, st.From, st.Next = s.ownPath(tk.output), tk.omitted, tk.from, tk.next
+	st.Output, st.Omitted, st.OmittedFrom, st.From, st.Next = s.ownPath(tk.output), tk.omitted, tk.omitFrom, tk.from, tk.next
 	st.Lost, s.lost = s.lost, 0
 	flags := s.flags
 	s.flags = ""
@@ -770,11 +790,12 @@ func notes(flags string, lost int64) []string {
 	return out
 }
 
-// ReadTranscript reads the transcript (everything the terminal showed since the session was
-// ready, markers and the session's own lines removed, otherwise raw: Render it for reading)
-// from offset from, at most max bytes (0: all that is held), in the same whole-stream
-// coordinates as Step.From and Next. Bytes older than the newest Config.TranscriptBytes are
-// no longer held: the Delta counts them in Dropped. The session keeps no read cursor.
+// ReadTranscript reads the transcript (everything the terminal showed, markers and the
+// session's own lines removed, otherwise raw: Render it for reading) from offset from, at
+// most max bytes (0: all that is held), in the same whole-stream coordinates as Step.From and
+// Next. The newest Config.TranscriptBytes are in memory; older ones are read from the
+// transcript file (TranscriptPath) while it holds them, its first Config.TranscriptFileBytes.
+// Bytes held by neither are counted in the Delta's Dropped. The session keeps no read cursor.
 func (s *Session) ReadTranscript(from int64, max int) (subprocess.Delta, error) {
 	const op = "read transcript"
 	if err := s.enter(op, context.Background()); err != nil {
@@ -793,7 +814,10 @@ func (s *Session) ReadTranscript(from int64, max int) (subprocess.Delta, error) 
 		return subprocess.Delta{}, &Error{Op: op, ID: s.id, Kind: ErrInvalid,
 			Err: fmt.Errorf("offset %d is outside the transcript [0, %d]", from, total)}
 	}
-	data, start := s.tr.ring.ReadAt(from, max)
+	data, start, err := s.tr.readAt(from, max)
+	if err != nil {
+		return subprocess.Delta{}, &Error{Op: op, ID: s.id, Err: err, Hint: "the transcript file could not be read"}
+	}
 	d := subprocess.Delta{From: start, Data: data, Dropped: start - from, Total: total}
 	d.Next = d.From + int64(len(data))
 	d.Done = s.ended && d.Next == total
@@ -864,6 +888,9 @@ func (s *Session) release() error {
 	s.inflight.Wait()
 	if s.cmdFile != nil {
 		errs = append(errs, s.cmdFile.Close())
+	}
+	if s.tr.file != nil {
+		errs = append(errs, s.tr.file.Close())
 	}
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))

@@ -298,7 +298,8 @@ func TestShellFloodBounded(t *testing.T) {
 
 	d, err := s.ReadTranscript(st.From, 10)
 	require.NoError(t, err)
-	assert.Positive(t, d.Dropped, "the start of the flood is no longer held")
+	assert.Zero(t, d.Dropped, "the transcript file holds the start of the flood")
+	assert.Equal(t, "xxxxxxxxxx", string(d.Data))
 	assert.Equal(t, "after\n", run(t, s, "echo after").Output)
 }
 
@@ -616,4 +617,36 @@ func TestShellKeepsUserLines(t *testing.T) {
 	assert.Equal(t, "echo traced\n++ echo traced\ntraced\n", st.Output, "the command's own lines of set -v and set -x only")
 	run(t, s, "set +xv")
 	assert.Equal(t, "x\n", run(t, s, "echo x").Output)
+}
+
+// No output is out of reach: the middle a Step leaves out is read back by offset, from memory
+// or, for what memory no longer holds, from the transcript file, whose length is bounded.
+func TestShellTranscriptFile(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.TranscriptBytes = DefaultMaxOutputBytes
+	cfg.TranscriptFileBytes = 250_000
+	s := openT(t, cfg)
+	path := s.TranscriptPath()
+	require.NotEmpty(t, path)
+	st := run(t, s, `for i in $(seq 1 20000); do echo "line $i"; done; echo "ERROR: the one line"; for i in $(seq 20001 30000); do echo "line $i"; done`)
+	require.Positive(t, st.Omitted)
+	assert.NotContains(t, st.Output, "ERROR")
+	d, err := s.ReadTranscript(st.OmittedFrom, int(st.Omitted))
+	require.NoError(t, err)
+	assert.Zero(t, d.Dropped, "the file holds what memory dropped")
+	assert.Equal(t, st.OmittedFrom, d.From)
+	assert.True(t, strings.Contains(string(d.Data), "ERROR: the one line\r\n"), "the omitted middle, read back")
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(250_000), info.Size(), "bounded")
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	// Past the file's bound and before memory's: dropped, and said so.
+	d, err = s.ReadTranscript(255_000, 100)
+	require.NoError(t, err)
+	assert.Positive(t, d.Dropped)
+
+	require.NoError(t, s.Close())
+	_, err = os.Stat(path)
+	assert.True(t, os.IsNotExist(err), "Close removes it")
 }

@@ -1,7 +1,10 @@
 package shell
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -17,6 +20,14 @@ type transcript struct {
 	head    []byte // the first headMax bytes from cursor on
 	headMax int
 	cursor  int64 // start of the range the next Step reports
+
+	// file holds the transcript from offset 0 on, up to fileMax bytes (file offsets are
+	// transcript offsets), or is nil. After a failed write (fileErr) it grows no more; what
+	// it holds stays readable.
+	file    *os.File
+	fileMax int64
+	fileLen int64
+	fileErr error
 }
 
 func newTranscript(ringBytes, maxOutput int) *transcript {
@@ -25,12 +36,38 @@ func newTranscript(ringBytes, maxOutput int) *transcript {
 
 func (t *transcript) write(p []byte) {
 	t.ring.Write(p)
+	if t.file != nil && t.fileErr == nil && t.fileLen < t.fileMax {
+		q := p[:min(int64(len(p)), t.fileMax-t.fileLen)]
+		n, err := t.file.WriteAt(q, t.fileLen)
+		t.fileLen += int64(n)
+		t.fileErr = err
+	}
 	if room := t.headMax - len(t.head); room > 0 {
 		t.head = append(t.head, p[:min(room, len(p))]...)
 	}
 }
 
 func (t *transcript) total() int64 { return t.ring.Total() }
+
+// readAt reads from offset from, at most max bytes (0: all held): from the ring, or from the
+// file for what the ring no longer holds. It returns the bytes and the offset they start at
+// (above from when neither holds from any more).
+func (t *transcript) readAt(from int64, max int) ([]byte, int64, error) {
+	if from >= t.ring.Start() || t.file == nil || from >= t.fileLen {
+		data, start := t.ring.ReadAt(from, max)
+		return data, start, nil
+	}
+	n := t.fileLen - from
+	if max > 0 {
+		n = min(n, int64(max))
+	}
+	buf := make([]byte, n)
+	k, err := t.file.ReadAt(buf, from)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(k) == n) {
+		return nil, from, err
+	}
+	return buf[:k], from, nil
+}
 
 // skip starts the next Step's range at the current end (what came before is not reported).
 func (t *transcript) skip() {
@@ -42,6 +79,7 @@ func (t *transcript) skip() {
 type taken struct {
 	output     string
 	omitted    int64
+	omitFrom   int64 // the transcript offset of the first omitted byte
 	from, next int64
 }
 
@@ -65,6 +103,7 @@ func (t *transcript) take(maxOutput int) taken {
 		tailData = tailData[skip:]
 		start += int64(skip)
 		tk.omitted = start - from - int64(len(head))
+		tk.omitFrom = from + int64(len(head))
 		h := Render(head)
 		if !strings.HasSuffix(h, "\n") {
 			h += "\n"

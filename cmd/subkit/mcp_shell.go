@@ -61,6 +61,9 @@ type shellStepOut struct {
 	Command       string      `json:"command" jsonschema:"the command this step is about"`
 	Output        string      `json:"output" jsonschema:"the output since the previous step, as a terminal shows it; its head and tail when long, with a mark of what was left out"`
 	Omitted       int64       `json:"omitted" jsonschema:"bytes of output left out between the head and the tail"`
+	OmittedFrom   int64       `json:"omitted_from" jsonschema:"the transcript offset of the first omitted byte: shell_read with this offset reads them"`
+	From          int64       `json:"from" jsonschema:"the transcript offset where this step's output starts"`
+	Next          int64       `json:"next" jsonschema:"the transcript offset where the next step's output starts"`
 	ExitCode      *int        `json:"exit_code" jsonschema:"completed: the command's status; exited: the shell's; null while running or when a signal ended the shell"`
 	Signal        string      `json:"signal" jsonschema:"the signal that ended the shell, or empty"`
 	Cwd           string      `json:"cwd" jsonschema:"the shell's working directory at its last prompt"`
@@ -74,6 +77,7 @@ type shellStepOut struct {
 
 func shellStepOf(id string, st shell.Step) shellStepOut {
 	out := shellStepOut{ID: id, State: string(st.State), Command: st.Command, Output: st.Output, Omitted: st.Omitted,
+		OmittedFrom: st.OmittedFrom, From: st.From, Next: st.Next,
 		Signal: st.Signal, Cwd: st.Cwd, DurationMs: st.Duration.Milliseconds(), Foreground: st.Foreground,
 		ForegroundPid: st.ForegroundPid, Notes: nonNil(st.Notes)}
 	out.Input = shellInputOf(st.Input)
@@ -93,6 +97,9 @@ func renderStep(st shellStepOut) string {
 	}
 	for _, n := range st.Notes {
 		b.WriteString("[note: " + n + "]\n")
+	}
+	if st.Omitted > 0 {
+		fmt.Fprintf(&b, "[%d bytes were left out of the middle; shell_read {\"id\":%q,\"offset\":%d} reads them]\n", st.Omitted, st.ID, st.OmittedFrom)
 	}
 	if st.Cancelled {
 		b.WriteString("[cancelled: Ctrl-C (SIGINT) was sent to the foreground program]\n")
@@ -193,6 +200,44 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 			return sess.Interrupt(ctx, y)
 		})
 	})
+	addTool(s, server, &mcp.Tool{Name: "shell_read", Title: "Read a shell session's transcript",
+		Description: "Reads a session's transcript (everything its terminal showed) by offset: the middle a step left out " +
+			"(its omitted_from), a whole step again (its from), or everything from the start. The newest MiB is in memory, " +
+			"the first 64 MiB in the session's transcript file.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in shellReadIn) (string, shellReadOut, error) {
+		const maxRead = 1 << 20
+		if in.Offset < 0 || in.MaxBytes < 0 || in.MaxBytes > maxRead {
+			return "", shellReadOut{}, fmt.Errorf("[request refused: offset must be 0 or more and max_bytes between 0 and %d]", maxRead)
+		}
+		max := in.MaxBytes
+		if max == 0 {
+			max = shell.DefaultMaxOutputBytes
+		}
+		sess, err := w.shells.Get(in.ID)
+		if err != nil {
+			return "", shellReadOut{}, shellError(in.ID, err)
+		}
+		d, err := sess.ReadTranscript(in.Offset, max)
+		if err != nil {
+			return "", shellReadOut{}, shellError(in.ID, err)
+		}
+		out := shellReadOut{ID: in.ID, Text: shell.Render(d.Data), From: d.From, Next: d.Next, Total: d.Total, Dropped: d.Dropped}
+		var b strings.Builder
+		b.WriteString(out.Text)
+		if out.Text != "" && !strings.HasSuffix(out.Text, "\n") {
+			b.WriteString("\n")
+		}
+		if d.Dropped > 0 {
+			fmt.Fprintf(&b, "[%d bytes from offset %d on are no longer held]\n", d.Dropped, in.Offset)
+		}
+		fmt.Fprintf(&b, "[transcript bytes %d to %d of %d", d.From, d.Next, d.Total)
+		if d.Next < d.Total {
+			fmt.Fprintf(&b, "; shell_read {\"id\":%q,\"offset\":%d} reads on", in.ID, d.Next)
+		}
+		b.WriteString("]\n")
+		return b.String(), out, nil
+	})
 	addTool(s, server, &mcp.Tool{Name: "shell_close", Title: "Close a shell session",
 		Description: "Closes a shell session: the shell and everything it started (jobs, nohup and setsid children) are ended.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
@@ -218,6 +263,21 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 		}
 		return b.String(), out, nil
 	})
+}
+
+type shellReadIn struct {
+	ID       string `json:"id" jsonschema:"the id shell_open returned"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"the transcript offset to read from (a step's from or omitted_from); default 0, the start"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"read at most this many bytes (default 64000, at most 1048576)"`
+}
+
+type shellReadOut struct {
+	ID      string `json:"id"`
+	Text    string `json:"text" jsonschema:"the transcript from from to next, as a terminal shows it"`
+	From    int64  `json:"from" jsonschema:"the offset the text starts at (above the offset asked for when those bytes are no longer held)"`
+	Next    int64  `json:"next" jsonschema:"the offset to read from next"`
+	Total   int64  `json:"total" jsonschema:"the transcript's length so far"`
+	Dropped int64  `json:"dropped" jsonschema:"bytes from the offset asked for on that are no longer held (beyond the transcript file's bound and before the memory's)"`
 }
 
 type shellCloseOut struct {
