@@ -195,7 +195,7 @@ var mcpToolNames = []string{
 	"bash", "bash_read", "bash_start", "bash_stop",
 	"code_run", "code_session_close", "code_session_list", "code_session_open", "code_session_restart", "code_session_run",
 	"lsp_diagnostics", "process_tree",
-	"shell_close", "shell_interrupt", "shell_list", "shell_open", "shell_poll", "shell_run", "shell_write",
+	"shell_close", "shell_interrupt", "shell_list", "shell_open", "shell_poll", "shell_read", "shell_run", "shell_write",
 }
 
 // initialize (and the newer server/discover) and tools/list: every tool, each with an input
