@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -458,9 +457,9 @@ func (e *dialError) Unwrap() []error { return e.errs }
 // socksCode is the SOCKS5 reply of a dial failure.
 func (e *dialError) socksCode() byte {
 	switch {
-	case errors.Is(e, syscall.ECONNREFUSED):
+	case errors.Is(e, errConnRefused):
 		return socksConnRefused
-	case errors.Is(e, syscall.ENETUNREACH):
+	case errors.Is(e, errNetUnreach):
 		return socksNetUnreachable
 	}
 	return socksHostUnreachable
