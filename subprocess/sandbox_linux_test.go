@@ -1,12 +1,20 @@
 package subprocess_test
 
 import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,5 +153,99 @@ curl -sS --max-time 30 --noproxy '*' http://` + allowed + `/ 2>&1; echo "direct=
 		socks, err := filepath.Glob(filepath.Join(svc.RuntimeRoot(), "px-*"))
 		require.NoError(t, err)
 		assert.Empty(t, socks, "the proxy's socket is gone with the program")
+	}
+}
+
+// A registry the test serves (a pip index and an npm registry over HTTP, on an address of this
+// host): pip install into a venv and npm install in the workspace, inside a sandbox whose
+// allow-list names the registry, go through the proxy and install the package.
+func TestSandboxAllowListPackageInstall(t *testing.T) {
+	ip := hostAddr(t)
+	if ip == "" {
+		t.Skip("this host has no address but loopback")
+	}
+	l, err := net.Listen("tcp4", ip+":0")
+	require.NoError(t, err)
+	registry := "http://" + l.Addr().String()
+	files := registryFiles(t, registry)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	svc := newService(t, subprocess.Config{})
+	work := t.TempDir()
+	pol := &sandbox.Policy{Writable: []string{work}, Network: sandbox.NetworkAllowList, Allow: []string{l.Addr().String()}}
+	for _, c := range []struct{ tool, script, want string }{
+		{"python3", `python3 -m venv v && v/bin/pip install -q --disable-pip-version-check --index-url ` + registry + `/simple/ --trusted-host ` + ip + ` demo-pkg && v/bin/python -c 'import demo_pkg; print(demo_pkg.MARK)'`, "DEMO-PY-MARK"},
+		{"npm", `npm install --no-audit --no-fund --registry ` + registry + `/ demo-pkg >/dev/null && node -e 'console.log(require("demo-pkg"))'`, "DEMO-JS-MARK"},
+	} {
+		if _, err := exec.LookPath(c.tool); err != nil {
+			t.Logf("no %s here: its install is not tried", c.tool)
+			continue
+		}
+		spec := sh(c.script)
+		spec.Sandbox, spec.Dir = pol, work
+		h, err := svc.Spawn(context.Background(), spec)
+		if errors.Is(err, subprocess.ErrUnsupported) {
+			t.Skipf("no namespaces backend here: %v", err)
+		}
+		require.NoError(t, err)
+		res, err := h.Wait(ctxT(t, 3*time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, h.Close())
+		require.Equal(t, 0, res.ExitCode, "%s: %s %s", c.tool, res.Stdout.Tail, res.Stderr.Tail)
+		assert.Contains(t, string(res.Stdout.Tail), c.want, c.tool)
+		assert.Empty(t, res.Sandbox.NetworkRefused, c.tool)
+	}
+}
+
+// registryFiles are the paths a one-package pip index and npm registry at base serve.
+func registryFiles(t *testing.T, base string) map[string][]byte {
+	var whl bytes.Buffer
+	z := zip.NewWriter(&whl)
+	for name, body := range map[string]string{
+		"demo_pkg/__init__.py":                 "MARK = 'DEMO-PY-MARK'\n",
+		"demo_pkg-1.0.dist-info/METADATA":      "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
+		"demo_pkg-1.0.dist-info/WHEEL":         "Wheel-Version: 1.0\nGenerator: subkit-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		"demo_pkg-1.0.dist-info/top_level.txt": "demo_pkg\n",
+		"demo_pkg-1.0.dist-info/RECORD":        "",
+	} {
+		w, err := z.Create(name)
+		require.NoError(t, err)
+		_, err = io.WriteString(w, body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, z.Close())
+
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"package/package.json": `{"name": "demo-pkg", "version": "1.0.0", "main": "index.js"}`,
+		"package/index.js":     `module.exports = "DEMO-JS-MARK";` + "\n",
+	} {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
+		_, err := io.WriteString(tw, body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, errors.Join(tw.Close(), gz.Close()))
+	sum := sha1.Sum(tgz.Bytes())
+	packument, err := json.Marshal(map[string]any{"name": "demo-pkg", "dist-tags": map[string]string{"latest": "1.0.0"},
+		"versions": map[string]any{"1.0.0": map[string]any{"name": "demo-pkg", "version": "1.0.0",
+			"dist": map[string]string{"tarball": base + "/demo-pkg/-/demo-pkg-1.0.0.tgz", "shasum": hex.EncodeToString(sum[:])}}}})
+	require.NoError(t, err)
+	const wheel = "demo_pkg-1.0-py3-none-any.whl"
+	return map[string][]byte{
+		"/simple/demo-pkg/":              []byte(`<html><body><a href="/files/` + wheel + `">` + wheel + `</a></body></html>`),
+		"/files/" + wheel:                whl.Bytes(),
+		"/demo-pkg":                      packument,
+		"/demo-pkg/-/demo-pkg-1.0.0.tgz": tgz.Bytes(),
 	}
 }
