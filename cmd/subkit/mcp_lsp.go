@@ -85,7 +85,8 @@ func (s *mcpServer) addLspTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "lsp_diagnostics", Title: "Diagnose files with a language server",
 		Description: "Returns the diagnostics (errors, warnings) a language server reports for files under a workspace root: " +
 			"the server is started on first use and kept for later calls (restarted after a crash); each file is sent as it is " +
-			"on disk now, and its diagnostics are those of that version, once the server has settled.",
+			"on disk now, and its diagnostics are those of that version, once the server has settled. What changed on disk " +
+			"since the last call (other files this one depends on) reaches the server first.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, (*mcpWorld).lspDiagnosticsTool)
 }
@@ -156,14 +157,28 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if err := w.lsp.lock(wctx); err != nil {
+		return "", lspDiagnosticsOut{}, err
+	}
+	defer w.lsp.unlock()
 	for _, g := range groups {
-		srv, err := w.pool.Get(wctx, lsp.Config{Path: g.argv[0], Args: g.argv[1:], Root: root})
+		c, err := w.lspClient(wctx, g.argv, root)
 		if err != nil {
 			return "", lspDiagnosticsOut{}, lspCallError(ctx, g.argv, err)
 		}
-		c, err := srv.Client(wctx)
-		if err != nil {
+		// The server's view of the disk first: what changed since the last call is sent, and
+		// the documents this call does not name are closed (the server reads them from disk).
+		named := map[string]bool{}
+		for _, i := range g.files {
+			named[lsp.FileURI(paths[i])] = true
+		}
+		if err := lspReconcile(wctx, c, named); err != nil {
 			return "", lspDiagnosticsOut{}, lspCallError(ctx, g.argv, err)
+		}
+		for _, i := range g.files { // as it is on disk now, after the reconciling
+			if text, err := lsp.ReadDocument(paths[i], 0); err == nil {
+				texts[i] = text
+			}
 		}
 		info := lspServerOut{Command: g.argv, Root: root}
 		if si := c.InitializeResult().ServerInfo; si != nil {
@@ -211,6 +226,34 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 		return "", lspDiagnosticsOut{}, fmt.Errorf("[cancelled: %v]", ctx.Err())
 	}
 	return renderDiagnostics(out), out, nil
+}
+
+// lspClient is the world's running server for argv and root, started on first use: it
+// watches the root, so that what changes on disk between calls reaches it.
+func (w *mcpWorld) lspClient(ctx context.Context, argv []string, root string) (*lsp.Client, error) {
+	srv, err := w.pool.Get(ctx, lsp.Config{Path: argv[0], Args: argv[1:], Root: root, WatchFiles: true})
+	if err != nil {
+		return nil, err
+	}
+	return srv.Client(ctx)
+}
+
+// lspReconcile brings the server's view in line with the disk before a question: the changes
+// the watcher saw are sent, open documents that changed on disk are sent again (closed when
+// their file is gone), and the open documents not in keep are closed.
+func lspReconcile(ctx context.Context, c *lsp.Client, keep map[string]bool) error {
+	if err := c.SyncFiles(ctx); err != nil {
+		return err
+	}
+	for _, d := range c.Documents() {
+		if keep[d.URI] {
+			continue
+		}
+		if err := c.CloseDocument(ctx, d.URI); err != nil && !errors.Is(err, lsp.ErrNotOpen) {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncDocument sends text as uri's current version: opened the first time, changed when it
