@@ -54,7 +54,8 @@ type Config struct {
 	Dir string
 	// Env is NAME=VALUE set in the shell's environment after the model-friendly defaults
 	// (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat, GIT_TERMINAL_PROMPT=0,
-	// GIT_EDITOR=true), which it may override.
+	// GIT_EDITOR and GIT_SEQUENCE_EDITOR that fail saying how to give the text on the
+	// command line instead; LANG=C.UTF-8 when no locale is set), which it may override.
 	Env []string
 	// Cols and Rows are the terminal size; 0 means DefaultCols x DefaultRows.
 	Cols, Rows int
@@ -199,12 +200,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// modelEnv is the bash executor's: no command waits on a pager, an editor or a password
-// prompt, and no output carries colour codes.
+// noEditor is the editor git gets: it fails, saying what to do instead, so that a git command
+// that wanted one (commit without -m, rebase -i, merge) stops with a message rather than
+// waiting on an editor or, with GIT_EDITOR=true, succeeding without doing what was asked.
+// git runs it as `sh -c 'EDITOR "$@"' EDITOR FILE`: false takes the arguments.
+const noEditor = `printf '%s\n' "subkit: no interactive editor in this session (git wanted one to edit $1)." ` +
+	`"Give the text on the command line instead: git commit -m MSG, git merge --no-edit, git tag -m MSG; ` +
+	`for git rebase -i set GIT_SEQUENCE_EDITOR to a command that edits the todo file, e.g. GIT_SEQUENCE_EDITOR='sed -i 2s/^pick/squash/'." >&2; false`
+
+// modelEnv is the bash executor's, but for the editor: no command waits on a pager, an editor
+// or a password prompt, and no output carries colour codes.
 func modelEnv() []string {
 	return []string{
 		"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
-		"GH_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true",
+		"GH_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=" + noEditor, "GIT_SEQUENCE_EDITOR=" + noEditor,
 		"BASH_SILENCE_DEPRECATION_WARNING=1",
 	}
 }

@@ -8,7 +8,10 @@
 // Service's terminals were made for. Open starts a non-login interactive bash that reads no
 // startup file of the user (no ~/.bashrc, no history file), in the bash executor's
 // model-friendly environment (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
-// GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, after the Service's credential scrub), on a wide
+// GIT_TERMINAL_PROMPT=0, after the Service's credential scrub; GIT_EDITOR and
+// GIT_SEQUENCE_EDITOR fail with a message saying how to give the text on the command line, so
+// `git rebase -i` never succeeds without doing what was asked; LANG=C.UTF-8, LC_CTYPE=UTF-8 on
+// macOS, when no locale is set, so names like résumé_文件.txt print as they are), on a wide
 // terminal (200x50) so output does not wrap. The terminal echoes what Write types, as it would
 // for a person (a password prompt turns echo off; commands given to Run are not typed, so
 // they do not show). It runs under the Service's guard and sandbox (subprocess.Config.Guard,

@@ -76,6 +76,10 @@ func rcFile(nonce, rc, dir string) string {
 		"# subkit shell session setup (generated)",
 		"set +o xtrace +o verbose +o errexit +o nounset +o history +o emacs +o vi 2>/dev/null",
 		"unset BASH_ENV ENV HISTFILE 2>/dev/null",
+		// A UTF-8 locale when none is set (bash takes it at the assignment).
+		"if [[ -z ${LC_ALL-}${LC_CTYPE-}${LANG-} ]]; then",
+		"  if [[ $OSTYPE == darwin* ]]; then export LC_CTYPE=UTF-8; else export LANG=C.UTF-8; fi",
+		"fi",
 		"PS1='' PS2='' PS0=''",
 		// The hook: in a bash that lacks the session's functions (exec bash, a nested bash,
 		// which get PROMPT_COMMAND from the environment) it sources this file first.

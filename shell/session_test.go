@@ -650,3 +650,31 @@ func TestShellTranscriptFile(t *testing.T) {
 	_, err = os.Stat(path)
 	assert.True(t, os.IsNotExist(err), "Close removes it")
 }
+
+// A host without a locale gets a UTF-8 one; git's editors fail with a message saying what to
+// do instead of waiting or succeeding without doing what was asked.
+func TestShellLocaleAndEditor(t *testing.T) {
+	cfg, _ := testConfig(t)
+	var env []string
+	for _, kv := range cfg.ServiceConfig.Env {
+		if !strings.HasPrefix(kv, "LANG=") && !strings.HasPrefix(kv, "LC_") {
+			env = append(env, kv)
+		}
+	}
+	cfg.ServiceConfig.Env = env
+	s := openT(t, cfg)
+	dir := t.TempDir()
+	st := run(t, s, "cd "+dir+" && touch résumé_文件.txt && ls && echo $LANG")
+	assert.Equal(t, "résumé_文件.txt\nC.UTF-8\n", st.Output)
+
+	lookPath(t, "git")
+	run(t, s, "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com")
+	run(t, s, "git init -q r && cd r && git commit -q --allow-empty -m one && git commit -q --allow-empty -m two")
+	for _, cmd := range []string{"git rebase -i HEAD~1", "git commit --allow-empty"} {
+		st = run(t, s, cmd)
+		assert.NotEqual(t, 0, st.ExitCode, cmd)
+		assert.Contains(t, st.Output, "subkit: no interactive editor in this session", cmd)
+		assert.Contains(t, st.Output, "git commit -m MSG", cmd)
+	}
+	assert.Equal(t, "two\none\n", run(t, s, "git log --format=%s").Output, "nothing was rewritten")
+}
