@@ -157,3 +157,18 @@ func TestMcpCodeRunHostReadsNothing(t *testing.T) {
 		})
 	}
 }
+
+// --sandbox --network allow: the bash tool reaches the allowed host and nothing else, and the
+// answer's sandbox object says what the proxy refused.
+func TestMcpSandboxNetworkAllow(t *testing.T) {
+	allowed := hostHTTP(t)
+	c := mcpStart(t, "inprocess", "--sandbox", "--network", "allow", "--allow", allowed)
+	var out bashOut
+	text := c.callOK(t, "bash", map[string]any{"command": "curl -sS --max-time 30 http://" + allowed + "/; curl -sS --max-time 30 http://refused.invalid/"}, &out)
+	require.NotNil(t, out.Sandbox, text)
+	assert.Equal(t, "allow", out.Sandbox.Network)
+	assert.Contains(t, text, "ALLOWED-BODY")
+	assert.Contains(t, text, "refused.invalid:80 is not in the network allow-list")
+	require.Len(t, out.Sandbox.NetworkRefused, 1, text)
+	assert.Contains(t, out.Sandbox.NetworkRefused[0], "refused.invalid:80")
+}

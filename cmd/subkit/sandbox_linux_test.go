@@ -183,24 +183,7 @@ func TestSandboxProtectedFlags(t *testing.T) {
 // --network allow --allow HOST: the command reaches the allowed host through the sandbox's
 // proxy and nothing else; --json names what was refused; the flags are checked.
 func TestSandboxNetworkAllowFlags(t *testing.T) {
-	var ip string
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			ip = n.IP.String()
-		}
-	}
-	if ip == "" {
-		t.Skip("this host has no address but loopback")
-	}
-	l, err := net.Listen("tcp4", ip+":0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	allowed := l.Addr().String()
-
+	allowed := hostHTTP(t)
 	code, out, stderr := cli(t, "", "bash", "--sandbox", "--network", "allow", "--allow", allowed, "--json",
 		"curl -sS --max-time 30 http://"+allowed+"/; curl -sS --max-time 30 http://refused.invalid/")
 	if strings.Contains(stderr, "needs the namespaces backend") {
@@ -228,4 +211,28 @@ func TestSandboxNetworkAllowFlags(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v: %s", c.args, stderr)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
+}
+
+// hostHTTP serves "ALLOWED-BODY" over HTTP on an address of this host other than loopback
+// (which the sandbox's proxy refuses unless named exactly, and which NO_PROXY leaves out) until
+// the test ends, and returns its host:port; it skips the test on a host with loopback only.
+func hostHTTP(t *testing.T) string {
+	t.Helper()
+	var ip string
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ip = n.IP.String()
+		}
+	}
+	if ip == "" {
+		t.Skip("this host has no address but loopback")
+	}
+	l, err := net.Listen("tcp4", ip+":0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
 }
