@@ -15,6 +15,13 @@
 // by ruleset). Every allowed and refused connection is recorded, with the bytes carried each
 // way, in a bounded log (Proxy.Records); Proxy.Refused sums the refusals by host and port.
 //
+// What the user of a client sees of a refusal differs by client, hence the reason in both the
+// status line and the body, and Proxy.Refused for a report after the fact: curl prints a
+// forwarded request's 403 body, but of a refused CONNECT only "CONNECT tunnel failed,
+// response 403" (the reason line with -v); Python's urllib (and pip's requests) put the status
+// line in the exception: "Tunnel connection failed: 403 NAME: example.com:443 is not in the
+// network allow-list (add --allow example.com)"; a SOCKS5 client shows reply 2.
+//
 // What a client inside can abuse is bounded: the size of a request head and the time to send
 // it, and the number of connections at once (the rest wait in the listener's backlog). Tunnels
 // themselves never time out, so long downloads and fetches work. The package knows nothing of
