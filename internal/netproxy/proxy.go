@@ -471,6 +471,11 @@ type planKey struct{}
 // transportDial is the forwarding transport's DialContext: it dials the addresses the
 // request's plan checked, or checks the target itself when the plan is not for it.
 func (p *Proxy) transportDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	// The transport may go on dialling for a request that has ended; Close ends that too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
 	t, err := parseHostPort(addr, 0)
 	if err != nil {
 		return nil, err

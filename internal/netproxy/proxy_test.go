@@ -699,3 +699,37 @@ func TestResolvedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardBodies: a forwarded request's body reaches the server whole, chunked or not, and
+// the record counts both bodies; a keep-alive client's requests are each recorded.
+func TestForwardBodies(t *testing.T) {
+	srv := httpServer(t, hello())
+	p, addr := newProxy(t, Config{Allow: []string{"pkg.test"}, Resolver: mapResolver(map[string][]string{"pkg.test": {"127.0.0.1"}})})
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr})}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	u := "http://pkg.test:" + portOf(t, srv.Listener.Addr().String()) + "/up"
+	const size = 1<<20 + 3
+	for _, chunked := range []bool{false, true} {
+		var r io.Reader = strings.NewReader(strings.Repeat("z", size))
+		if chunked {
+			r = io.MultiReader(r) // no length known: sent chunked
+		}
+		resp, err := client.Post(u, "application/octet-stream", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body(t, resp); got != fmt.Sprintf("posted %d bytes\n", size) {
+			t.Errorf("chunked %v: %q", chunked, got)
+		}
+	}
+	recs, _ := p.Records()
+	if len(recs) != 2 {
+		t.Fatalf("records: %+v", recs)
+	}
+	for _, r := range recs {
+		if r.BytesUp != size || r.BytesDown != int64(len(fmt.Sprintf("posted %d bytes\n", size))) || r.End.IsZero() || r.Error != "" {
+			t.Errorf("%+v", r)
+		}
+	}
+}
