@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,17 +89,15 @@ func TestBashTimeout(t *testing.T) {
 }
 
 func TestBashCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	code, out, _ := bashCLI(t, ctx, "", "--json", "echo started; sleep 1000")
+	ctx, ready := cancelOnSignal(t)
+	code, out, _ := bashCLI(t, ctx, "", "--json", "--env", ready, `echo started; echo > "$READY"; sleep 1000`)
 	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
 	o := decode[bashOutput](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "started\n", o.Stdout.Tail)
 
-	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	code, out, _ = bashCLI(t, ctx, "", "sleep 1000")
+	ctx, ready = cancelOnSignal(t)
+	code, out, _ = bashCLI(t, ctx, "", "--env", ready, `echo > "$READY"; sleep 1000`)
 	assert.Equal(t, exitCancelled, code)
 	assert.Contains(t, out, "[cancelled:")
 }
