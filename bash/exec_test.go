@@ -111,12 +111,9 @@ func TestExecTimeoutCappedAtMax(t *testing.T) {
 
 func TestExecContextCancel(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{Grace: 300 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	begin := time.Now()
-	res, err := e.Exec(ctx, bash.Request{Command: "echo started; sleep 1000 & sleep 1000"})
+	ctx, ready := testutil.CancelOnSignal(t)
+	res, err := e.Exec(ctx, bash.Request{Command: "echo started; echo > " + ready + "; sleep 1000 & sleep 1000"})
 	require.NoError(t, err)
-	assert.Less(t, time.Since(begin), 2*time.Second)
 	assert.True(t, res.Cancelled)
 	assert.False(t, res.TimedOut)
 	assert.Equal(t, "SIGTERM", res.Signal)

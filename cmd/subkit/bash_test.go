@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/subkit/subkit/internal/testutil"
 )
 
 // bashCLI runs `subkit bash ARGS` in-process with a marked environment and a private temp dir.
@@ -89,15 +91,15 @@ func TestBashTimeout(t *testing.T) {
 }
 
 func TestBashCancelled(t *testing.T) {
-	ctx, ready := cancelOnSignal(t)
-	code, out, _ := bashCLI(t, ctx, "", "--json", "--env", ready, `echo started; echo > "$READY"; sleep 1000`)
+	ctx, ready := testutil.CancelOnSignal(t)
+	code, out, _ := bashCLI(t, ctx, "", "--json", "--env", "READY="+ready, `echo started; echo > "$READY"; sleep 1000`)
 	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
 	o := decode[bashOutput](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "started\n", o.Stdout.Tail)
 
-	ctx, ready = cancelOnSignal(t)
-	code, out, _ = bashCLI(t, ctx, "", "--env", ready, `echo > "$READY"; sleep 1000`)
+	ctx, ready = testutil.CancelOnSignal(t)
+	code, out, _ = bashCLI(t, ctx, "", "--env", "READY="+ready, `echo > "$READY"; sleep 1000`)
 	assert.Equal(t, exitCancelled, code)
 	assert.Contains(t, out, "[cancelled:")
 }

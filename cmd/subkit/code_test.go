@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,19 +139,15 @@ func TestCodeTruncationUTF8(t *testing.T) {
 }
 
 func TestCodeInterrupted(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	time.AfterFunc(500*time.Millisecond, cancel)
-	code, out, _ := codeCLI(t, ctx, "", "code", "--lang", "bash", "--json", "--grace", "200ms", "echo hi; sleep 1000")
+	ctx, ready := testutil.CancelOnSignal(t)
+	code, out, _ := codeCLI(t, ctx, "", "code", "--lang", "bash", "--json", "--grace", "200ms", "echo hi; echo > "+ready+"; sleep 1000")
 	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
 	o := decode[codeOutput](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "hi\n", o.Stdout.Tail)
 
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	time.AfterFunc(500*time.Millisecond, cancel)
-	code, _, errOut := codeCLI(t, ctx, "", "code", "--lang", "bash", "--grace", "200ms", "sleep 1000")
+	ctx, ready = testutil.CancelOnSignal(t)
+	code, _, errOut := codeCLI(t, ctx, "", "code", "--lang", "bash", "--grace", "200ms", "echo > "+ready+"; sleep 1000")
 	assert.Equal(t, exitCancelled, code)
 	assert.Contains(t, errOut, "interrupted")
 }

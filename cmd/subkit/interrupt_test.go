@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,54 +14,25 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// cancelOnSignal returns a context cancelled once the command writes a line to the FIFO in
-// $READY (the returned environment entry), an event, not a guess at how long starting takes.
-func cancelOnSignal(t *testing.T) (context.Context, string) {
-	t.Helper()
-	fifo := filepath.Join(t.TempDir(), "ready")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f, err := os.Open(fifo) // blocks until the command opens it to write
-		if err != nil {
-			return
-		}
-		_, err = f.Read(make([]byte, 1))
-		f.Close()
-		if err == nil {
-			cancel()
-		}
-	}()
-	t.Cleanup(func() {
-		// A command that never signalled: open the FIFO to write, which ends the wait above.
-		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-		<-done
-		cancel()
-	})
-	return ctx, "READY=" + fifo
-}
+	"github.com/subkit/subkit/internal/testutil"
+)
 
 // Ctrl-C is 130 and "cancelled" in every command, under --json too.
 func TestExecCancelled(t *testing.T) {
-	ctx, ready := cancelOnSignal(t)
+	ctx, ready := testutil.CancelOnSignal(t)
 	var out, errb strings.Builder
-	code := run(ctx, []string{"exec", "--json", "--env", ready, "--", "sh", "-c", `echo started; echo > "$READY"; exec sleep 1000`}, strings.NewReader(""), &out, &errb)
+	code := run(ctx, []string{"exec", "--json", "--env", "READY=" + ready, "--", "sh", "-c", `echo started; echo > "$READY"; exec sleep 1000`}, strings.NewReader(""), &out, &errb)
 	assert.Equal(t, exitCancelled, code)
 	o := decode[execOutput](t, out.String())
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "SIGTERM", o.Signal)
 	assert.Equal(t, "started\n", o.Stdout.Tail)
 
-	ctx, ready = cancelOnSignal(t)
+	ctx, ready = testutil.CancelOnSignal(t)
 	out.Reset()
 	errb.Reset()
-	code = run(ctx, []string{"exec", "--env", ready, "--", "sh", "-c", `echo > "$READY"; exec sleep 1000`}, strings.NewReader(""), &out, &errb)
+	code = run(ctx, []string{"exec", "--env", "READY=" + ready, "--", "sh", "-c", `echo > "$READY"; exec sleep 1000`}, strings.NewReader(""), &out, &errb)
 	assert.Equal(t, exitCancelled, code)
 	assert.Contains(t, errb.String(), "interrupted")
 }
