@@ -13,7 +13,12 @@
 //   - macOS: p_starttime of the kernel's struct kinfo_proc, in microseconds
 //     since the Unix epoch: the calendar time the kernel recorded at fork,
 //     never changed after.
-//   - Windows (not yet implemented): the creation FILETIME.
+//   - Windows: the creation time the kernel stamped on the process object, a
+//     FILETIME (100-nanosecond intervals since 1601-01-01 UTC), read with
+//     GetProcessTimes; never changed after. It is 0 for a process that could not
+//     be opened (a protected process, another user's without the privilege, and
+//     pid 0, the System Idle Process): such a process is never counted as the
+//     child of one whose token is known, and [Alive] cannot check its identity.
 //
 // Tokens are comparable only on one host and, for a given pid, only with
 // tokens from the same platform.
@@ -32,6 +37,11 @@
 // small read per process, many times cheaper than general-purpose libraries.
 // On macOS each Snapshot, Lookup or Alive makes one sysctl kern.proc read, no
 // process spawned (see package github.com/subkit/subkit/procinspect/darwin).
+// On Windows Snapshot and Lookup make one Toolhelp32 walk and open each process
+// they report for its creation time, and Alive opens the one process (see
+// package github.com/subkit/subkit/procinspect/windows); Windows has no process
+// groups or sessions, so [Table.Session] and [Table.Group] find nothing useful
+// there, and [Environ] is not implemented.
 // Elsewhere every call fails with an error wrapping [ErrUnsupported].
 //
 // Everything here is a point-in-time reading: a process may exit, and its pid

@@ -15,7 +15,9 @@ type Identity struct {
 	// Start is the platform's raw start token: on Linux the starttime clock
 	// ticks since boot (field 22 of /proc/<pid>/stat), on macOS the kinfo_proc
 	// p_starttime in microseconds since the Unix epoch, on Windows the creation
-	// FILETIME. Only tokens read on the same host and platform are comparable;
+	// FILETIME (100-nanosecond intervals since 1601-01-01 UTC; 0 when the process
+	// could not be opened, a token no identity check accepts). Only tokens read
+	// on the same host and platform are comparable;
 	// for processes related as parent and child, the child's token is never
 	// smaller.
 	Start uint64
@@ -33,29 +35,39 @@ func (id Identity) String() string {
 // Proc is one process as read from the process table.
 type Proc struct {
 	Identity
-	// PPid is the parent's pid. It changes when the parent exits and the
-	// process is re-parented (to init or a subreaper).
+	// PPid is the parent's pid. On Unix it changes when the parent exits and
+	// the process is re-parented (to init or a subreaper). On Windows it is the
+	// creator's pid and never changes: once the creator has exited, the pid may
+	// name a newer, unrelated process (the tree walks fence such links by start
+	// token). Under Wine a process started from the Unix side has PPid 0.
 	PPid int
-	// Pgid is the process group id.
+	// Pgid is the process group id. It is 0 on Windows, which has no process
+	// groups.
 	Pgid int
 	// Sid is the session id (the pid of the session leader). On macOS it is
 	// read with getsid(2) right after the process table and is -1 when that
-	// failed (the process exited in between, or is a zombie).
+	// failed (the process exited in between, or is a zombie). It is 0 on
+	// Windows, which has no POSIX sessions (its Remote Desktop session number
+	// is another thing and is not reported).
 	Sid int
 	// Tpgid is the foreground process group of the controlling terminal, or
-	// -1 (Linux) or 0 (macOS) when there is no controlling terminal.
+	// -1 (Linux) or 0 (macOS, Windows) when there is no controlling terminal.
+	// It is always 0 on Windows.
 	Tpgid int
 	// Tty is the device number of the controlling terminal in the platform's
 	// dev_t encoding (what stat(2) reports as st_rdev for the terminal), or 0
-	// when there is none.
+	// when there is none. It is always 0 on Windows.
 	Tty uint64
 	// Comm is the command name. On Linux it is the comm field of
 	// /proc/<pid>/stat (at most 15 bytes for user processes, and it may
 	// contain spaces and ')'); on macOS it is kinfo_proc's p_comm, the
-	// executable's name (not its path), at most 16 bytes.
+	// executable's name (not its path), at most 16 bytes; on Windows it is the
+	// executable's file name with its extension ("cmd.exe"), not its path.
 	Comm string
 	// Zombie is true for a process that has exited and waits to be reaped: it is in the table
-	// but cannot act or be killed.
+	// but cannot act or be killed. On Windows it is a process that has exited
+	// while a handle still holds its process object, listed with no threads
+	// (Wine 8.0 does not list such processes at all).
 	Zombie bool
 }
 
