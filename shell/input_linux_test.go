@@ -126,6 +126,7 @@ func TestShellBusyIsNotWaiting(t *testing.T) {
 func TestShellNestedShells(t *testing.T) {
 	s := newSession(t)
 	tmp := t.TempDir()
+	run(t, s, "export HOME="+t.TempDir()) // no startup file of the host's user in the new shells
 	st := run(t, s, "exec bash")
 	assert.Equal(t, 0, st.ExitCode)
 	require.NotEmpty(t, st.Notes)

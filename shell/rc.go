@@ -156,14 +156,19 @@ func rcFile(nonce, rc, dir string) string {
 		// __N__x returns 0 when the shell is to be replaced; the trap then execs outside the
 		// group whose 2>/dev/null keeps its own traces quiet, so the new bash gets the
 		// shell's stderr.
+		// Otherwise the shell is about to exit: a marker with flag X says so with its
+		// status, so the session need not wait for the terminal to drain (a background job
+		// may hold it).
 		"__N__x() {",
 		"  local s=$? o=$-",
 		"  set +e",
-		"  (( ${BASHPID:-$$} == $$ )) && [[ -n ${__N__r-} && $o == *e* && $s != 0 && ! -e $__N__d/closing ]] || return 1",
-		"  [[ -z ${__N__X-} ]] || return 1",
-		"  __N__S=$(__N__v \"$s\" \"$o\") || return 1",
-		"  export __N__S",
-		"  set +xv",
+		"  (( ${BASHPID:-$$} == $$ )) || return 1",
+		"  if [[ -n ${__N__r-} && $o == *e* && $s != 0 && -z ${__N__X-} && ! -e $__N__d/closing ]]; then",
+		"    if __N__S=$(__N__v \"$s\" \"$o\"); then export __N__S; set +xv; return 0; fi",
+		"  fi",
+		"  __N__f+=X __N__s=$s",
+		"  __N__p",
+		"  return 1",
 		"}",
 		// exit and logout say they were asked for: the EXIT trap cannot tell otherwise
 		// (BASH_COMMAND names the sourced file, not the exit in it).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,25 +132,27 @@ type Session struct {
 	outAt   time.Time  // when output last arrived
 	pending chan error // a write to the terminal still in progress, or nil
 
-	mu       sync.Mutex
-	tr       *transcript
-	changed  chan struct{} // closed and replaced at every marker and at the end of output
-	ready    bool
-	waiting  bool   // a command was sent and its marker has not come
-	waitSeq  int    // the number of the command waited for; 0 for a line written at the prompt
-	inst     string // the bash that printed the last marker
-	waitInst string // the bash the command in progress was given to
-	command  string
-	sent     time.Time
-	doneAt   time.Time
-	status   int
-	cwd      string
-	flags    string // marker flags since the last Step
-	errexit  bool   // set -e was on at the last prompt
-	lost     int64  // since the last Step
-	ended    bool   // the terminal's output has ended
-	closed   bool
-	seq      int
+	mu         sync.Mutex
+	tr         *transcript
+	changed    chan struct{} // closed and replaced at every marker and at the end of output
+	ready      bool
+	waiting    bool   // a command was sent and its marker has not come
+	waitSeq    int    // the number of the command waited for; 0 for a line written at the prompt
+	inst       string // the bash that printed the last marker
+	waitInst   string // the bash the command in progress was given to
+	command    string
+	sent       time.Time
+	doneAt     time.Time
+	status     int
+	cwd        string
+	flags      string // marker flags since the last Step
+	errexit    bool   // set -e was on at the last prompt
+	lost       int64  // since the last Step
+	ended      bool   // the terminal's output has ended
+	exiting    bool   // the shell said it exits (flag X), with exitStatus
+	exitStatus int
+	closed     bool
+	seq        int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -510,8 +513,8 @@ func (s *Session) closedErr(op string, err *error) {
 
 // runnable says why a command cannot be sent now.
 func (s *Session) runnable(op string) error {
-	if isDone(s.term.Done()) {
-		r, _ := s.term.Wait(context.Background())
+	if s.shellExited() {
+		r, _ := s.exitResult()
 		return &Error{Op: op, ID: s.id, Kind: ErrExited,
 			Err:  fmt.Errorf("status %d%s", r.ExitCode, signalSuffix(r.Signal)),
 			Hint: "nothing ran; open a new session"}
@@ -549,8 +552,8 @@ func (s *Session) Write(ctx context.Context, chars string, yield time.Duration) 
 func (s *Session) write(ctx context.Context, chars string, y time.Duration) (Step, error) {
 	const op = "write"
 	if chars != "" {
-		if isDone(s.term.Done()) {
-			r, _ := s.term.Wait(context.Background())
+		if s.shellExited() {
+			r, _ := s.exitResult()
 			return Step{}, &Error{Op: op, ID: s.id, Kind: ErrExited,
 				Err: fmt.Errorf("status %d%s", r.ExitCode, signalSuffix(r.Signal)), Hint: "nothing was written"}
 		}
@@ -597,7 +600,7 @@ func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) 
 	s.mu.Lock()
 	waiting := s.waiting
 	s.mu.Unlock()
-	if isDone(s.term.Done()) || !waiting {
+	if s.shellExited() || !waiting {
 		st, err := s.step(op, ctx, nil)
 		if err == nil && st.State == StateCompleted {
 			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
@@ -677,7 +680,7 @@ func (s *Session) rawOffset() (int64, time.Time) {
 func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) {
 	s.catchUp()
 	s.flushLine()
-	exited := isDone(s.term.Done())
+	exited := s.shellExited()
 	s.mu.Lock()
 	st := Step{Command: s.command, Cwd: s.cwd, ExitCode: -1}
 	switch {
@@ -724,7 +727,7 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 		}
 	}
 	if st.State == StateExited {
-		r, err := s.term.Wait(context.Background()) // settled: it returns at once
+		r, err := s.exitResult()
 		if err != nil {
 			return Step{}, &Error{Op: op, ID: s.id, Err: err}
 		}
@@ -830,7 +833,7 @@ func (s *Session) Info() Info {
 		return Info{}
 	}
 	s.catchUp()
-	exited := isDone(s.term.Done())
+	exited := s.shellExited()
 	s.mu.Lock()
 	in := Info{ID: s.id, Pid: s.term.Pid(), Command: s.command, Cwd: s.cwd, ExitCode: s.status,
 		Idle: time.Since(time.Unix(0, s.usedAt.Load()))}
@@ -844,7 +847,7 @@ func (s *Session) Info() Info {
 	}
 	s.mu.Unlock()
 	if exited {
-		if r, err := s.term.Wait(context.Background()); err == nil {
+		if r, err := s.exitResult(); err == nil {
 			in.ExitCode = r.ExitCode
 		}
 	}
@@ -1047,6 +1050,16 @@ func (s *Session) marker(m marker) {
 		return
 	}
 	s.flags += m.flags
+	if strings.Contains(m.flags, "X") {
+		if instPid(m.inst) != s.term.Pid() {
+			// A nested shell exits: the marker of the shell it returns to ends the command.
+			s.notify()
+			return
+		}
+		// The session's shell is exiting (its EXIT trap said so): report it now, not once
+		// the terminal has drained, which a background job holding it delays.
+		s.exiting, s.exitStatus = true, m.status
+	}
 	switch {
 	case s.waiting && m.inst != s.waitInst:
 		// Another bash is at its prompt: the command replaced the shell (exec bash), started
@@ -1064,6 +1077,37 @@ func (s *Session) marker(m marker) {
 	}
 	s.inst = m.inst
 	s.notify()
+}
+
+// instPid is the pid in a marker's instance ("PID.RANDOM"), or 0.
+func instPid(inst string) int {
+	p, _, _ := strings.Cut(inst, ".")
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// shellExited reports whether the shell has ended or said it is exiting.
+func (s *Session) shellExited() bool {
+	if isDone(s.term.Done()) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exiting
+}
+
+// exitResult is how the shell ended: the Terminal's result once it has settled, else the
+// status the shell said it exits with.
+func (s *Session) exitResult() (subprocess.TerminalResult, error) {
+	if isDone(s.term.Done()) {
+		return s.term.Wait(context.Background()) // settled: it returns at once
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return subprocess.TerminalResult{Pid: s.term.Pid(), ExitCode: s.exitStatus}, nil
 }
 
 // notify wakes the waiters; called with mu held.

@@ -321,6 +321,7 @@ func TestShellExit(t *testing.T) {
 	assert.Equal(t, 3, st.ExitCode)
 	assert.Equal(t, StateExited, s.Info().State)
 	assert.Equal(t, 3, s.Info().ExitCode)
+	<-s.term.Done() // the Step came as the shell said it exits; the output ends after
 	d, err := s.ReadTranscript(0, 0)
 	require.NoError(t, err)
 	assert.True(t, d.Done)
@@ -677,4 +678,25 @@ func TestShellLocaleAndEditor(t *testing.T) {
 		assert.Contains(t, st.Output, "git commit -m MSG", cmd)
 	}
 	assert.Equal(t, "two\none\n", run(t, s, "git log --format=%s").Output, "nothing was rewritten")
+}
+
+// exit ends the session at once though a background job still holds the terminal: the shell
+// says it exits, so the Step need not wait for the terminal to drain (Config.Grace, here
+// longer than the yield, so a Step that waited would say running).
+func TestShellExitWithBackgroundJob(t *testing.T) {
+	cfg, mark := testConfig(t)
+	cfg.Grace = 10 * time.Minute
+	cfg.MaxYield = time.Hour
+	s := openT(t, cfg)
+	run(t, s, "sleep 1000 &")
+	waitMarked(t, mark, 2)
+	st, err := s.Run(ctxT(t, 2*time.Minute), "exit 2", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateExited, st.State)
+	assert.Equal(t, 2, st.ExitCode)
+	_, err = s.Run(ctxT(t, time.Minute), "echo no", time.Second)
+	require.ErrorIs(t, err, ErrExited)
+	assert.Equal(t, StateExited, s.Info().State)
+	require.NoError(t, s.Close())
+	assert.Empty(t, markedNow(mark), "Close ends the job")
 }
