@@ -207,8 +207,9 @@ func (p *Proxy) Close() error {
 
 // Serve serves clients of l until ctx ends or Close is called, then ends the connections it
 // accepted and returns once they have ended. It closes l before returning. It returns
-// ErrClosed after Close, ctx's error when ctx ended, or the error of l.Accept that stopped it.
-// Serve may be called on several listeners at once.
+// ErrClosed after Close, ctx's error when ctx ended, or the error of l.Accept that stopped it
+// (a temporary one, such as running out of file descriptors, is retried after a pause).
+// Serve may be called on several listeners at once; they share MaxConns.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	p.mu.Lock()
 	if p.closed {
@@ -251,12 +252,16 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 
 	var acceptErr error
 	backoff := time.Duration(0)
-	for acceptErr == nil {
+accept:
+	for {
+		// A slot of MaxConns, given back by the connection's Close.
 		select {
 		case p.sem <- struct{}{}:
 		case <-sctx.Done():
+			break accept
 		}
 		if sctx.Err() != nil {
+			<-p.sem
 			break
 		}
 		c, err := l.Accept()
@@ -265,7 +270,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			if sctx.Err() != nil {
 				break
 			}
-			if errors.Is(err, net.ErrClosed) {
+			if te, ok := err.(interface{ Temporary() bool }); !ok || !te.Temporary() {
 				acceptErr = err
 				break
 			}

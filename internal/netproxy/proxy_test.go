@@ -733,3 +733,71 @@ func TestForwardBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestServeSeveral: one proxy on two listeners; the Serve whose context ends ends its own
+// tunnels only, and every connection slot is given back.
+func TestServeSeveral(t *testing.T) {
+	port := eofServer(t)
+	p, err := New(Config{Allow: []string{"eof.test"}, MaxConns: 4, Resolver: mapResolver(map[string][]string{"eof.test": {"127.0.0.1"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr2 := startProxy(t, p)
+	l1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, l1) }()
+	c1, _, resp := connectRaw(t, l1.Addr().String(), "eof.test:"+strconv.Itoa(port))
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	c2, _, resp := connectRaw(t, addr2, "eof.test:"+strconv.Itoa(port))
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	cancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, c1); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("tunnel of the ended Serve: %v", err)
+	}
+	// The other tunnel still works.
+	io.WriteString(c2, "abc")
+	c2.(*net.TCPConn).CloseWrite()
+	if got, err := io.ReadAll(c2); err != nil || string(got) != "read 3 bytes" {
+		t.Errorf("tunnel of the other Serve: %q %v", got, err)
+	}
+	c2.Close()
+	// The remaining Serve holds one slot while it waits in Accept for its next client.
+	waitFor(t, "every slot given back", func() bool { return len(p.sem) == 1 })
+}
+
+// failingListener's Accept fails for good.
+type failingListener struct{ net.Listener }
+
+var errBroken = errors.New("listener broken")
+
+func (failingListener) Accept() (net.Conn, error) { return nil, errBroken }
+
+// TestServeAcceptError: an Accept error that is not temporary ends Serve with that error.
+func TestServeAcceptError(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Serve(context.Background(), failingListener{l}); !errors.Is(err, errBroken) {
+		t.Errorf("Serve: %v", err)
+	}
+	if len(p.sem) != 0 {
+		t.Errorf("%d slots held", len(p.sem))
+	}
+}
