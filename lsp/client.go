@@ -679,7 +679,7 @@ func (c *Client) serveRequest(m wireMessage) {
 	}
 	fn := c.handlers[m.Method]
 	key := string(m.ID)
-	ctx, cancel := context.WithCancel(c.reqCtx)
+	ctx, cancel := context.WithCancel(context.WithValue(c.reqCtx, clientKey{}, c))
 	c.mu.Lock()
 	c.serverReqs[key] = cancel
 	c.mu.Unlock()

@@ -49,6 +49,16 @@
 // until the server has republished, or stayed quiet for Config.FileEventSettle after a request
 // sent since.
 //
+// Navigation and edits are typed: Definition, Declaration, TypeDefinition, Implementation,
+// References (LocationLinks normalised to Locations), Hover, Completion, DocumentSymbols (the
+// flat form nested by range), WorkspaceSymbols, Rename (a WorkspaceEdit), CodeActions and
+// Formatting; Client.ByteColumn turns a position into a byte column. WaitReady waits until a
+// server has diagnosed a document and ended its work-done progress: a server still loading
+// answers references with what it has seen so far. ApplyEdit applies a WorkspaceEdit to the
+// files under the root and to the open documents (versions checked, the whole edit checked
+// before anything is written, creates, renames and deletes too), and ApplyEditHandler plugs
+// it into Config.Handlers for workspace/applyEdit.
+//
 // Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
 // with back-off (its open documents re-opened on the new server with their versions and texts),
 // gives up with a *RestartLimitError after PoolConfig.MaxRestarts restarts within

@@ -24,7 +24,7 @@ func (c *Client) defaultHandlers() map[string]RequestHandler {
 		"workspace/inlayHint/refresh":      null,
 		"workspace/codeLens/refresh":       null,
 		"workspace/applyEdit": func(context.Context, json.RawMessage) (any, error) {
-			return ApplyEditResult{Applied: false, FailureReason: "this client applies no edits (install a handler for workspace/applyEdit in lsp.Config.Handlers to apply them)"}, nil
+			return ApplyEditResult{Applied: false, FailureReason: "this client applies no edits (put lsp.ApplyEditHandler in lsp.Config.Handlers[\"workspace/applyEdit\"] to apply them)"}, nil
 		},
 		"workspace/workspaceFolders": func(context.Context, json.RawMessage) (any, error) {
 			return c.folders(), nil

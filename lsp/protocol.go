@@ -11,8 +11,9 @@ import (
 	"strings"
 )
 
-// The few LSP types the Client's helpers use. Anything else goes through Call and Notify with
-// the caller's own types.
+// The LSP types of the Client's documents, diagnostics and hovers (navigation.go and edit.go
+// have those of navigation and edits). Anything else goes through Call and Notify with the
+// caller's own types.
 
 // Position is a zero-based line and a zero-based character offset in the units of the
 // negotiated PositionEncoding (UTF-16 code units unless the server chose another).
