@@ -616,6 +616,96 @@ func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) 
 	return s.waitStep(op, ctx, y)
 }
 
+// TerminateForeground ends the program in the terminal's foreground and keeps the shell: it
+// sends SIGTERM to the members of the foreground process group, waits up to Config.Grace for
+// the shell's prompt, then sends SIGKILL to whatever of that group is left, and waits up to
+// yield for the prompt, as Interrupt does. It is for a program that ignores Ctrl-C. Every
+// signal goes to an exact process identity (a pid reused meanwhile is never signalled), and
+// never to the session's shell: when the shell itself holds the foreground (a builtin loop,
+// read), it gets Ctrl-C (SIGINT) only. With nothing running it sends nothing and says so.
+func (s *Session) TerminateForeground(ctx context.Context, yield time.Duration) (Step, error) {
+	return s.call("terminate foreground", ctx, yield, nil, s.terminateForeground)
+}
+
+// terminateForeground is TerminateForeground once the call is admitted.
+func (s *Session) terminateForeground(ctx context.Context, y time.Duration) (Step, error) {
+	const op = "terminate foreground"
+	s.mu.Lock()
+	waiting := s.waiting
+	s.mu.Unlock()
+	if s.shellExited() || !waiting {
+		st, err := s.step(op, ctx, nil)
+		if err == nil && st.State == StateCompleted {
+			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
+		}
+		return st, err
+	}
+	fg, err := s.term.Foreground(ctx)
+	if err != nil {
+		if s.shellExited() {
+			return s.step(op, ctx, nil)
+		}
+		return Step{}, &Error{Op: op, ID: s.id, Err: err}
+	}
+	if fg.Pgid == s.term.Pid() {
+		if err := s.term.SignalForeground(ctx, os.Interrupt); err != nil && !s.shellExited() {
+			return Step{}, &Error{Op: op, ID: s.id, Err: err}
+		}
+		st, err := s.waitStep(op, ctx, y)
+		if err == nil {
+			st.Notes = append(st.Notes, "the shell itself held the foreground (a builtin or a loop of its own): it was sent Ctrl-C (SIGINT), never SIGTERM or SIGKILL")
+		}
+		return st, err
+	}
+	if err := s.signalMembers(ctx, fg.Procs, sigTerm); err != nil {
+		return Step{}, &Error{Op: op, ID: s.id, Err: err}
+	}
+	note := fmt.Sprintf("SIGTERM was sent to the foreground process group %d", fg.Pgid)
+	if !s.waitDone(ctx, s.cfg.Grace) {
+		if err := ctx.Err(); err != nil {
+			return Step{}, &Error{Op: op, ID: s.id, Err: err}
+		}
+		// Whatever of the group is left, old members and new ones alike.
+		left, err := s.term.Foreground(ctx)
+		procs := fg.Procs
+		if err == nil && left.Pgid == fg.Pgid {
+			procs = append(procs, left.Procs...)
+		}
+		if err := s.signalMembers(ctx, procs, sigKill); err != nil {
+			return Step{}, &Error{Op: op, ID: s.id, Err: err}
+		}
+		note += fmt.Sprintf("; it had not ended after %v: SIGKILL was sent", s.cfg.Grace)
+	}
+	st, err := s.waitStep(op, ctx, y)
+	if err == nil {
+		st.Notes = append(st.Notes, note)
+	}
+	return st, err
+}
+
+// waitDone waits up to d for the command in progress to finish or the shell to end; it
+// reports whether that happened.
+func (s *Session) waitDone(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		waiting, ch := s.waiting, s.changed
+		s.mu.Unlock()
+		if !waiting || s.shellExited() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-s.term.Done():
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // bind returns ctx, ended also when Close begins.
 func (s *Session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -700,3 +700,45 @@ func TestShellExitWithBackgroundJob(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Empty(t, markedNow(mark), "Close ends the job")
 }
+
+// A foreground program that ignores Ctrl-C and SIGTERM is ended by TerminateForeground (TERM,
+// the grace, KILL), and the shell stays; the shell's own loop gets Ctrl-C only.
+func TestShellTerminateForeground(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.Grace = 300 * time.Millisecond
+	s := openT(t, cfg)
+	st, err := s.TerminateForeground(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Contains(t, st.Notes, "nothing was running: no signal was sent")
+
+	run(t, s, "cd /tmp")
+	st, err = s.Run(ctxT(t, time.Minute), `bash -c 'trap "" INT TERM; sleep 1000'`, 100*time.Millisecond)
+	require.NoError(t, err)
+	// Once the foreground is the sleep, bash -c has set its traps (the sleep inherits them).
+	_, st = pollUntil(t, s, st, func(_ string, st Step) bool { return st.Foreground == "sleep" })
+	st, err = s.Interrupt(ctxT(t, time.Minute), 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, st.State, "Ctrl-C is ignored")
+	st, err = s.TerminateForeground(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+	assert.Equal(t, 128+9, st.ExitCode)
+	require.NotEmpty(t, st.Notes)
+	assert.Contains(t, st.Notes[len(st.Notes)-1], "SIGKILL was sent")
+	assert.Equal(t, "/tmp", st.Cwd)
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output, "the shell stays")
+
+	st, err = s.Run(ctxT(t, time.Minute), "sleep 1000", 100*time.Millisecond)
+	require.NoError(t, err)
+	st, err = s.TerminateForeground(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 128+15, st.ExitCode, "SIGTERM was enough")
+
+	st, err = s.Run(ctxT(t, time.Minute), "while :; do :; done", 100*time.Millisecond)
+	require.NoError(t, err)
+	st, err = s.TerminateForeground(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 130, st.ExitCode)
+	assert.Contains(t, st.Notes[len(st.Notes)-1], "Ctrl-C (SIGINT), never SIGTERM or SIGKILL")
+	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+}

@@ -113,9 +113,9 @@ func renderStep(st shellStepOut) string {
 		}
 		fmt.Fprintf(&b, "[exit code %d; cwd %s]\n", code, st.Cwd)
 	case string(shell.StateWaitingInput):
-		b.WriteString(waitingLine(st.Input, "; shell_write types into it, shell_interrupt sends Ctrl-C"))
+		b.WriteString(waitingLine(st.Input, "; shell_write types into it, shell_interrupt sends Ctrl-C, shell_terminate ends it"))
 	case string(shell.StateRunning):
-		fmt.Fprintf(&b, "[still running after %v: %s (pid %d) holds the terminal; shell_poll waits for it, shell_write types into it, shell_interrupt sends Ctrl-C]\n",
+		fmt.Fprintf(&b, "[still running after %v: %s (pid %d) holds the terminal; shell_poll waits for it, shell_write types into it, shell_interrupt sends Ctrl-C, shell_terminate ends it]\n",
 			d, st.Foreground, st.ForegroundPid)
 	case string(shell.StateExited):
 		if st.ExitCode != nil {
@@ -198,6 +198,15 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
 		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_interrupt", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
 			return sess.Interrupt(ctx, y)
+		})
+	})
+	addTool(s, server, &mcp.Tool{Name: "shell_terminate", Title: "End the foreground program of a shell session",
+		Description: "Ends the program in a session's foreground, for one that ignores Ctrl-C: SIGTERM to its process group, " +
+			"3 s of grace, then SIGKILL, and the shell stays (the shell itself, in a loop of its own, gets Ctrl-C only). " +
+			"Waits up to yield_ms for the prompt.",
+	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in shellWaitIn) (string, shellStepOut, error) {
+		return w.shellStep(ctx, req, in.ID, in.YieldMs, "shell_terminate", func(ctx context.Context, sess *shell.Session, y time.Duration) (shell.Step, error) {
+			return sess.TerminateForeground(ctx, y)
 		})
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_read", Title: "Read a shell session's transcript",

@@ -40,3 +40,23 @@ func TestMcpShellReadTranscript(t *testing.T) {
 	assert.Contains(t, c.callErr(t, "shell_read", map[string]any{"id": info.ID, "offset": 1 << 40}), "outside the transcript")
 	assert.Contains(t, c.callErr(t, "shell_read", map[string]any{"id": "nope"}), "no shell session")
 }
+
+// shell_terminate ends a foreground program that ignores Ctrl-C and SIGTERM; the shell stays.
+func TestMcpShellTerminate(t *testing.T) {
+	c := mcpStart(t, "inprocess")
+	var info shellInfoOut
+	c.callOK(t, "shell_open", map[string]any{}, &info)
+	var st shellStepOut
+	c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": `bash -c 'trap "" INT TERM; sleep 1000'`, "yield_ms": 100}, &st)
+	for st.Foreground != "sleep" {
+		c.callOK(t, "shell_poll", map[string]any{"id": info.ID, "yield_ms": 50}, &st)
+		require.NotEqual(t, "completed", st.State)
+	}
+	text := c.callOK(t, "shell_terminate", map[string]any{"id": info.ID}, &st)
+	assert.Equal(t, "completed", st.State)
+	require.NotNil(t, st.ExitCode)
+	assert.Equal(t, 137, *st.ExitCode)
+	assert.Contains(t, text, "SIGKILL was sent")
+	text = c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "echo still here"}, &st)
+	assert.Contains(t, text, "still here\n")
+}
