@@ -209,6 +209,16 @@ func TestPythonURLLib(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", urls[i], got[i], want[i])
 		}
 	}
+	// The tunnels count their bytes as they end, a moment after python has closed them.
+	waitFor(t, "every record ended", func() bool {
+		recs, _ := w.p.Records()
+		for _, r := range recs {
+			if r.End.IsZero() {
+				return false
+			}
+		}
+		return len(recs) == len(urls)
+	})
 	recs, _ := w.p.Records()
 	if len(recs) != len(urls) || recs[0].Via != "http" || recs[1].Via != "connect" || recs[1].BytesDown == 0 {
 		t.Errorf("records: %+v", recs)

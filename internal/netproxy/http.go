@@ -149,10 +149,9 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusBadGateway, pl.reason)
 		return
 	}
-	var addr string
 	ctx := context.WithValue(r.Context(), planKey{}, pl)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { addr = info.Conn.RemoteAddr().String() },
+		GotConn: func(info httptrace.GotConnInfo) { s.p.log.setAddr(e, info.Conn.RemoteAddr().String()) },
 	})
 	out := r.Clone(ctx)
 	out.RequestURI = ""
@@ -165,11 +164,11 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.p.transport.RoundTrip(out)
 	if err != nil {
 		if re := (*refusalError)(nil); errors.As(err, &re) {
-			s.p.log.finish(e, addr, err)
+			s.p.log.finish(e, "", err)
 			s.answer(w, r, http.StatusForbidden, re.reason)
 			return
 		}
-		s.p.log.finish(e, addr, err)
+		s.p.log.finish(e, "", err)
 		s.answer(w, r, http.StatusBadGateway, fmt.Sprintf("%s: %v", t, err))
 		return
 	}
@@ -180,7 +179,7 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	err = copyFlushing(w, resp.Body, e.addDown)
-	s.p.log.finish(e, addr, err)
+	s.p.log.finish(e, "", err)
 	if err != nil {
 		// The response is cut short: the client must see the connection end, not a complete
 		// but truncated body.
