@@ -60,8 +60,11 @@ type connectGate struct {
 	uid, gid int
 }
 
-// serve answers notifications until the listener fails (it does not while the init lives).
+// serve answers notifications until the listener fails (it does not while the init lives),
+// and then closes it, so that the kernel fails the program's later calls (ENOSYS) rather than
+// leave them waiting for an answer.
 func (g *connectGate) serve() {
+	defer unix.Close(g.listener)
 	for {
 		var n seccompNotif // the kernel wants it zeroed
 		if err := ioctlPtr(g.listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
@@ -81,6 +84,7 @@ func (g *connectGate) answer(n seccompNotif) {
 	if errno := g.connect(n); errno != 0 {
 		resp.Error = -int32(errno)
 	}
+	// It fails only when the caller is gone or no longer waits (ENOENT): nothing to tell.
 	_ = ioctlPtr(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 }
 
