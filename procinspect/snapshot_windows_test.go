@@ -3,19 +3,13 @@
 package procinspect_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +17,7 @@ import (
 	xwin "golang.org/x/sys/windows"
 
 	"github.com/subkit/subkit/procinspect"
+	"github.com/subkit/subkit/procinspect/proctest"
 )
 
 // leftoverProcesses lists the live descendants of this test binary.
@@ -59,81 +54,6 @@ func wineVersion() string {
 	return "unknown"
 }
 
-// reported is what a tree's nodes said of a process: its parent and its executable's name.
-type reported struct {
-	ppid int
-	name string
-}
-
-// tree is a process tree of test-binary nodes (see treeVar) that a test started.
-type tree struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	root  int
-	procs map[int]reported // every process of the tree, the root included
-	done  chan error       // the root's Wait, once stop has closed its stdin
-}
-
-// startTree starts a tree shaped by spec and returns once every node is ready. A cleanup
-// ends it.
-func startTree(t *testing.T, spec string) *tree {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), treeVar+"="+spec)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	tr := &tree{cmd: cmd, stdin: stdin, root: cmd.Process.Pid, procs: map[int]reported{}}
-	t.Cleanup(func() { tr.stop(t) })
-	tr.procs[tr.root] = reported{os.Getpid(), filepath.Base(exe)}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) == 2 && f[0] == "self":
-			require.Equal(t, strconv.Itoa(tr.root), f[1])
-		case len(f) == 4 && f[0] == "proc":
-			pid, err1 := strconv.Atoi(f[1])
-			ppid, err2 := strconv.Atoi(f[2])
-			require.NoError(t, errors.Join(err1, err2), "line %q", sc.Text())
-			tr.procs[pid] = reported{ppid, f[3]}
-		case len(f) == 1 && f[0] == "ready":
-			return tr
-		default:
-			t.Fatalf("tree root wrote %q", sc.Text())
-		}
-	}
-	t.Fatalf("tree root ended before it was ready: %v", sc.Err())
-	return nil
-}
-
-// stop ends the tree (its root's stdin closed: each node ends its children, waits for them
-// and exits) and waits for the root. Only a tree that fails to end in 2 minutes is killed,
-// its root alone.
-func (tr *tree) stop(t *testing.T) {
-	t.Helper()
-	if tr.done == nil {
-		tr.done = make(chan error, 1)
-		tr.stdin.Close()
-		go func() { tr.done <- tr.cmd.Wait() }()
-	}
-	select {
-	case err, ok := <-tr.done:
-		if ok {
-			close(tr.done)
-			assert.NoError(t, err, "the tree's root")
-		}
-	case <-time.After(2 * time.Minute):
-		_ = tr.cmd.Process.Kill()
-		t.Errorf("the tree of %d did not end within 2 minutes of its stdin closed", tr.root)
-	}
-}
-
 func snapshot(t *testing.T) *procinspect.Table {
 	t.Helper()
 	tab, err := procinspect.Snapshot(context.Background())
@@ -156,41 +76,41 @@ func mustGet(t *testing.T, tab *procinspect.Table, pid int) procinspect.Proc {
 func TestWindowsTree(t *testing.T) {
 	ctx := context.Background()
 	// root -> 2 nodes -> cmd.exe each -> a node each -> a leaf each: 9 processes.
-	tr := startTree(t, "2,c1,1")
-	require.Len(t, tr.procs, 9)
+	tr := proctest.Start(t, "2,c1,1")
+	require.Len(t, tr.Procs, 9)
 
 	tab := snapshot(t)
-	root := mustGet(t, tab, tr.root)
-	for pid, want := range tr.procs {
+	root := mustGet(t, tab, tr.Root)
+	for pid, want := range tr.Procs {
 		p := mustGet(t, tab, pid)
-		assert.Equal(t, want.ppid, p.PPid, "parent of %d", pid)
-		assert.True(t, strings.EqualFold(want.name, p.Comm), "name of %d: %q, want %q", pid, p.Comm, want.name)
+		assert.Equal(t, want.PPid, p.PPid, "parent of %d", pid)
+		assert.True(t, strings.EqualFold(want.Name, p.Comm), "name of %d: %q, want %q", pid, p.Comm, want.Name)
 		assert.NotZero(t, p.Start, "start of %d", pid)
 		assert.False(t, p.Zombie)
 		assert.Zero(t, p.Pgid)
 		assert.Zero(t, p.Sid)
-		if pid != tr.root {
-			parent := mustGet(t, tab, want.ppid)
-			assert.GreaterOrEqual(t, p.Start, parent.Start, "%d started before its parent %d", pid, want.ppid)
+		if pid != tr.Root {
+			parent := mustGet(t, tab, want.PPid)
+			assert.GreaterOrEqual(t, p.Start, parent.Start, "%d started before its parent %d", pid, want.PPid)
 		}
 	}
 
 	desc := tab.Descendants(root.Identity)
 	var want []int
-	for pid := range tr.procs {
-		if pid != tr.root {
+	for pid := range tr.Procs {
+		if pid != tr.Root {
 			want = append(want, pid)
 		}
 	}
 	assert.ElementsMatch(t, want, pids(desc))
-	seen := map[int]bool{tr.root: true}
+	seen := map[int]bool{tr.Root: true}
 	for _, p := range desc {
 		assert.True(t, seen[p.PPid], "%d comes before its parent %d", p.Pid, p.PPid)
 		seen[p.Pid] = true
 	}
 	var children []int
-	for pid, r := range tr.procs {
-		if r.ppid == tr.root {
+	for pid, r := range tr.Procs {
+		if r.PPid == tr.Root {
 			children = append(children, pid)
 		}
 	}
@@ -200,7 +120,7 @@ func TestWindowsTree(t *testing.T) {
 
 	// The start token is the creation time: a second snapshot and Lookup read the same.
 	again := snapshot(t)
-	for pid := range tr.procs {
+	for pid := range tr.Procs {
 		p := mustGet(t, tab, pid)
 		assert.Equal(t, p, mustGet(t, again, pid))
 		one, err := procinspect.Lookup(ctx, pid)
@@ -216,8 +136,8 @@ func TestWindowsTree(t *testing.T) {
 		}
 	}
 
-	tr.stop(t)
-	for pid := range tr.procs {
+	tr.Stop(t)
+	for pid := range tr.Procs {
 		p := mustGet(t, tab, pid)
 		alive, err := procinspect.Alive(ctx, p.Identity)
 		require.NoError(t, err)
@@ -250,22 +170,22 @@ func TestWindowsSelf(t *testing.T) {
 // leaves it out (Wine 8.0) or lists it as a zombie (Windows).
 func TestWindowsExitedButHeld(t *testing.T) {
 	ctx := context.Background()
-	tr := startTree(t, "")
-	p, err := procinspect.Lookup(ctx, tr.root)
+	tr := proctest.Start(t, "")
+	p, err := procinspect.Lookup(ctx, tr.Root)
 	require.NoError(t, err)
-	h, err := xwin.OpenProcess(xwin.PROCESS_QUERY_LIMITED_INFORMATION|xwin.SYNCHRONIZE, false, uint32(tr.root))
+	h, err := xwin.OpenProcess(xwin.PROCESS_QUERY_LIMITED_INFORMATION|xwin.SYNCHRONIZE, false, uint32(tr.Root))
 	require.NoError(t, err)
 	defer xwin.CloseHandle(h)
-	tr.stop(t)
+	tr.Stop(t)
 
 	alive, err := procinspect.Alive(ctx, p.Identity)
 	require.NoError(t, err)
 	assert.False(t, alive)
-	if z, ok := snapshot(t).Get(tr.root); ok {
+	if z, ok := snapshot(t).Get(tr.Root); ok {
 		assert.True(t, z.Zombie, "%+v", z)
 		assert.Equal(t, p.Start, z.Start)
 	}
-	if z, err := procinspect.Lookup(ctx, tr.root); err == nil {
+	if z, err := procinspect.Lookup(ctx, tr.Root); err == nil {
 		assert.True(t, z.Zombie, "%+v", z)
 	} else {
 		assert.ErrorIs(t, err, procinspect.ErrNotFound)
