@@ -19,12 +19,12 @@ type processTreeIn struct {
 type treeProcOut struct {
 	Pid    int    `json:"pid"`
 	PPid   int    `json:"ppid"`
-	Pgid   int    `json:"pgid" jsonschema:"process group"`
-	Sid    int    `json:"sid" jsonschema:"session"`
-	Start  uint64 `json:"start" jsonschema:"the raw start token (Linux: clock ticks since boot); pid and start name a process exactly"`
+	Pgid   int    `json:"pgid" jsonschema:"process group (0 on Windows, which has none)"`
+	Sid    int    `json:"sid" jsonschema:"session (0 on Windows, which has none)"`
+	Start  uint64 `json:"start" jsonschema:"the raw start token (Linux: clock ticks since boot; macOS: microseconds since the epoch; Windows: the creation FILETIME, 0 for a process that cannot be opened); pid and start name a process exactly"`
 	Comm   string `json:"comm" jsonschema:"the command name"`
 	Depth  int    `json:"depth" jsonschema:"0 for the root, 1 for its children, ..."`
-	Zombie bool   `json:"zombie" jsonschema:"exited, waiting to be reaped"`
+	Zombie bool   `json:"zombie" jsonschema:"exited, waiting to be reaped (Windows: exited, its process object still held by a handle)"`
 }
 
 type processTreeOut struct {
@@ -69,7 +69,7 @@ func (*mcpWorld) processTreeTool(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	depth := map[int]int{}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %-8s %-8s %s\n", "PID", "PGID", "SID", "COMMAND")
+	b.WriteString(treeHeader())
 	for _, p := range procs {
 		d := 0
 		if p.Pid != root.Pid {
@@ -82,7 +82,7 @@ func (*mcpWorld) processTreeTool(ctx context.Context, _ *mcp.CallToolRequest, in
 		if p.Zombie {
 			z = " <zombie>"
 		}
-		fmt.Fprintf(&b, "%-8d %-8d %-8d %s%s%s\n", p.Pid, p.Pgid, p.Sid, strings.Repeat("  ", d), p.Comm, z)
+		b.WriteString(treeLine(p, d, z))
 	}
 	if out.Omitted > 0 {
 		fmt.Fprintf(&b, "[%d more descendants are left out]\n", out.Omitted)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,10 @@ Prints the process PID and its descendants, read from one snapshot of the proces
 A child counts only if it started no earlier than its parent, so a reused pid never adopts
 another process's children. With --json: [{"pid","ppid","pgid","sid","tpgid","start","comm"}],
 the root first, each process after its parent; "start" is the raw start token (Linux: clock
-ticks since boot). A PID that does not exist is kind not_found, exit 1.
+ticks since boot; macOS: microseconds since the epoch; Windows: the creation FILETIME, 0 for
+a process that cannot be opened). Windows has no process groups or sessions: there pgid, sid
+and tpgid are 0, and the text lists PID, PPID and COMMAND. A PID that does not exist is kind
+not_found, exit 1.
 
 flags:
 `
@@ -71,13 +75,34 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		writeJSON(stdout, out)
 		return 0
 	}
-	depth := map[int]int{root.Pid: 0}
-	fmt.Fprintf(stdout, "%-8s %-8s %-8s %s\n", "PID", "PGID", "SID", "COMMAND")
+	depth := map[int]int{}
+	fmt.Fprint(stdout, treeHeader())
 	for _, p := range procs {
 		if p.Pid != root.Pid {
 			depth[p.Pid] = depth[p.PPid] + 1
 		}
-		fmt.Fprintf(stdout, "%-8d %-8d %-8d %s%s\n", p.Pid, p.Pgid, p.Sid, strings.Repeat("  ", depth[p.Pid]), p.Comm)
+		fmt.Fprint(stdout, treeLine(p, depth[p.Pid], ""))
 	}
 	return 0
+}
+
+// treeGroups says whether this OS has process groups and sessions to show (Windows has
+// neither: its Proc's Pgid and Sid are 0).
+const treeGroups = runtime.GOOS != "windows"
+
+// treeHeader is the header line of a tree's text, for `subkit tree` and process_tree.
+func treeHeader() string {
+	if treeGroups {
+		return fmt.Sprintf("%-8s %-8s %-8s %s\n", "PID", "PGID", "SID", "COMMAND")
+	}
+	return fmt.Sprintf("%-8s %-8s %s\n", "PID", "PPID", "COMMAND")
+}
+
+// treeLine is p's line in a tree's text, indented by depth, suffix after its command.
+func treeLine(p procinspect.Proc, depth int, suffix string) string {
+	indent := strings.Repeat("  ", depth)
+	if treeGroups {
+		return fmt.Sprintf("%-8d %-8d %-8d %s%s%s\n", p.Pid, p.Pgid, p.Sid, indent, p.Comm, suffix)
+	}
+	return fmt.Sprintf("%-8d %-8d %s%s%s\n", p.Pid, p.PPid, indent, p.Comm, suffix)
 }

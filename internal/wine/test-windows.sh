@@ -13,8 +13,11 @@
 #
 # Tests that cannot pass under Wine skip themselves, naming the Wine gap. Packages whose tests
 # assume a POSIX host are listed in NOT_WINDOWS_READY below with the reason: their Windows
-# test binaries are built (so they keep compiling) but not run. The summary counts the tests
+# test binaries are built (so they keep compiling) but not run, except for the tests that
+# WINE_FOCUS names for such a package, run on their own. The summary counts the tests
 # run, passed and skipped. WINE_PKGS='./subprocess/...' limits the run to some packages.
+# subkit.exe is cross-built too, for the cmd/subkit tests that run it as a process of its own
+# (SUBKIT_WINE_SUBKIT_EXE names it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -35,6 +38,11 @@ declare -A NOT_WINDOWS_READY=(
 	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
 	[github.com/subkit/subkit/coderuntime]="TestContract finds none of python3, node and bash, and fails rather than pass empty"
 	[github.com/subkit/subkit/lsp]="TestMain builds the fake server with a go found on PATH, which Wine has not"
+)
+
+# The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
+declare -A WINE_FOCUS=(
+	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows|TestTreeNode)$'
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
@@ -96,6 +104,7 @@ rm -rf "$overlay"
 mkdir -p "$overlay"
 run=()
 built=()
+focus=()
 entries=()
 while read -r pkg dir name; do
 	[ -n "$pkg" ] || continue
@@ -104,6 +113,7 @@ while read -r pkg dir name; do
 	entries+=("\"$dir/zz_wine_deleteat_test.go\":\"$f\"")
 	if [ -n "${NOT_WINDOWS_READY[$pkg]:-}" ]; then
 		built+=("$pkg")
+		[ -z "${WINE_FOCUS[$pkg]:-}" ] || focus+=("$pkg")
 	else
 		run+=("$pkg")
 	fi
@@ -118,17 +128,29 @@ if [ ${#built[@]} -gt 0 ]; then
 	rm -rf "$bin"
 	mkdir -p "$bin"
 	for pkg in "${built[@]}"; do
-		log "built, not run under Wine: $pkg (${NOT_WINDOWS_READY[$pkg]})"
+		log "built, not run under Wine: $pkg (${NOT_WINDOWS_READY[$pkg]})${WINE_FOCUS[$pkg]:+; but its tests ${WINE_FOCUS[$pkg]} are}"
 	done
 	"$GO" test "${flags[@]}" -c -o "$bin/" "${built[@]}"
 fi
 
+if [ ${#focus[@]} -gt 0 ]; then
+	"$GO" build -o "$build/subkit.exe" ./cmd/subkit
+	export SUBKIT_WINE_SUBKIT_EXE="Z:$(printf '%s' "$build/subkit.exe" | tr / '\\')"
+fi
+
 # --- the run --------------------------------------------------------------------------------
 out=$build/test.log
-log "running ${#run[@]} packages under $("$wine" --version) (log: $out)"
+log "running ${#run[@]} packages, and focused tests of ${#focus[@]}, under $("$wine" --version) (log: $out)"
 start=$(date +%s)
 rc=0
-"$GO" test "${flags[@]}" -exec "$here/exec.sh" -count=1 -timeout 10m -v "${run[@]}" >"$out" 2>&1 || rc=$?
+: >"$out"
+if [ ${#run[@]} -gt 0 ]; then
+	"$GO" test "${flags[@]}" -exec "$here/exec.sh" -count=1 -timeout 10m -v "${run[@]}" >>"$out" 2>&1 || rc=$?
+fi
+for pkg in "${focus[@]}"; do
+	log "focused: $pkg -run '${WINE_FOCUS[$pkg]}'" >>"$out"
+	"$GO" test "${flags[@]}" -exec "$here/exec.sh" -count=1 -timeout 10m -v -run "${WINE_FOCUS[$pkg]}" "$pkg" >>"$out" 2>&1 || rc=$?
+done
 # Everything but the chatter of passing tests; skips come with their reasons.
 grep -v -E '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS: |PASS$)' "$out" || true
 
@@ -139,7 +161,7 @@ top_fail=$(count '^--- FAIL: ')
 sub_pass=$(count '^[[:space:]]+--- PASS: ')
 sub_skip=$(count '^[[:space:]]+--- SKIP: ')
 sub_fail=$(count '^[[:space:]]+--- FAIL: ')
-log "Windows tests under Wine, in $(($(date +%s) - start))s: $((top_pass + top_skip + top_fail)) run: $top_pass passed, $top_skip skipped, $top_fail failed (subtests: $sub_pass passed, $sub_skip skipped, $sub_fail failed); ${#built[@]} packages built, not run"
+log "Windows tests under Wine, in $(($(date +%s) - start))s: $((top_pass + top_skip + top_fail)) run: $top_pass passed, $top_skip skipped, $top_fail failed (subtests: $sub_pass passed, $sub_skip skipped, $sub_fail failed); ${#built[@]} packages built, not run (${#focus[@]} of them with focused tests run)"
 if [ "$top_skip" -gt 0 ]; then
 	log "skipped: $(grep -E '^--- SKIP: ' "$out" | awk '{print $3}' | paste -sd' ')"
 fi
