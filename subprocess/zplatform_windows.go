@@ -10,5 +10,5 @@ const (
 	capCollect   = levelBestEffort  // Stream dispositions, bounded tails, spill files, offset reads
 	capEnvScrub  = levelBestEffort  // Credential-scrubbed env, ResolveExecutable
 	capTerminals = levelUnsupported // Terminals (pty), foreground groups
-	capInspect   = levelUnsupported // Process inspection (procinspect)
+	capInspect   = levelBestEffort  // Process inspection (procinspect)
 )
