@@ -28,7 +28,8 @@ type Record struct {
 	// Via is how the client asked: "connect" (an HTTP CONNECT tunnel), "http" (a plain HTTP
 	// request forwarded) or "socks5".
 	Via string
-	// Addr is the address dialled, once a dial succeeded; the zero value before.
+	// Addr is the address dialled (for a forwarded request, that of the connection it went
+	// over), once known; "" before.
 	Addr string
 	// Error is why an allowed connection failed (resolution, dial, or the transfer), or "".
 	Error string
