@@ -44,6 +44,9 @@ at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and o
   code_session_open, code_session_run, code_session_restart, code_session_close, code_session_list
                          python3 and node interpreters whose state lasts from cell to cell
   lsp_diagnostics        the diagnostics of files under a root, from a pooled language server
+  lsp_definition, lsp_references, lsp_hover, lsp_symbols, lsp_rename
+                         navigation at FILE + LINE + COLUMN or a symbol's name, once the server
+                         is ready; lsp_rename writes the server's rename to disk
   process_tree           a process and its descendants (default: this server's)
 
 Each client (an MCP session: the connection over stdio, an Mcp-Session-Id over HTTP) has a world

@@ -89,6 +89,7 @@ func (s *mcpServer) addLspTools(server *mcp.Server) {
 			"since the last call (other files this one depends on) reaches the server first.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, (*mcpWorld).lspDiagnosticsTool)
+	s.addLspSymbolTools(server)
 }
 
 // lspGroup is the files one server diagnoses.
