@@ -68,7 +68,8 @@ type Config struct {
 	// request). A client that is slower is disconnected. It never applies to a tunnel, a request
 	// body or a response. 0 means DefaultHeadTimeout.
 	HeadTimeout time.Duration
-	// DialTimeout bounds each dial of a destination address. 0 means DefaultDialTimeout.
+	// DialTimeout bounds the resolution of a name, and each dial of a destination address (of
+	// which at most 4 are tried in turn). 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Name begins every refusal a client is given ("Name: example.com:443 is not in the
 	// network allow-list (add --allow example.com)"), so the user can tell who refused. ""
@@ -430,11 +431,15 @@ func containsAddr(as []netip.Addr, a netip.Addr) bool {
 	return false
 }
 
-// dial connects to the first of the plan's addresses that answers.
+// maxDialAddrs bounds the addresses of a name tried in turn, each for up to DialTimeout, so
+// that a name with many unreachable addresses cannot hold a connection for long.
+const maxDialAddrs = 4
+
+// dial connects to the first of the plan's addresses (at most maxDialAddrs) that answers.
 func (p *Proxy) dial(ctx context.Context, pl plan) (net.Conn, error) {
 	d := net.Dialer{Timeout: p.dialTimeout}
 	var errs []error
-	for _, a := range pl.addrs {
+	for _, a := range pl.addrs[:min(len(pl.addrs), maxDialAddrs)] {
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(pl.t.port)).String())
 		if err == nil {
 			return c, nil

@@ -803,3 +803,30 @@ func TestServeAcceptError(t *testing.T) {
 		t.Errorf("%d slots held", len(p.sem))
 	}
 }
+
+// TestDialTriesAddresses: a name's addresses are tried in turn until one answers, at most
+// maxDialAddrs of them.
+func TestDialTriesAddresses(t *testing.T) {
+	srv := httpServer(t, hello())
+	// 127.0.0.2 to 127.0.0.4 refuse (nothing listens there on the server's port), 127.0.0.1
+	// answers: fourth in the list, it is reached; fifth, it is not tried.
+	srvPort := portOf(t, srv.Listener.Addr().String())
+	_, addr := newProxy(t, Config{
+		Allow: []string{"four.test", "five.test"},
+		Resolver: mapResolver(map[string][]string{
+			"four.test": {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.1"},
+			"five.test": {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.1"},
+		}),
+	})
+	c, _, resp := connectRaw(t, addr, "four.test:"+srvPort)
+	if resp.StatusCode != 200 {
+		t.Fatalf("four.test: %s", resp.Status)
+	}
+	if got := getOver(t, c, "four.test"); got != "hello from four.test\n" {
+		t.Errorf("four.test: %q", got)
+	}
+	_, _, resp = connectRaw(t, addr, "five.test:"+srvPort)
+	if got := body(t, resp); resp.StatusCode != 502 || strings.Count(got, "dial tcp ") != maxDialAddrs || strings.Contains(got, "127.0.0.1") {
+		t.Errorf("five.test: %s %q", resp.Status, got)
+	}
+}
