@@ -183,7 +183,8 @@ func interfaceAddrs() ([]netip.Addr, error) {
 }
 
 // Records returns the record log, oldest first, and how many older records were dropped to
-// keep it within MaxRecords.
+// keep it within MaxRecords. A request that names no destination (a malformed head, a
+// request that is not for a proxy) is answered but not recorded.
 func (p *Proxy) Records() (recs []Record, dropped int) { return p.log.records() }
 
 // Refused returns one Record per refused host:port, in the order first refused, with Count
