@@ -40,7 +40,10 @@ an older one (pulled with textDocument/diagnostic when the server offers it, els
 once no diagnostics have been published for --settle; --wait (60s) bounds each wait, and a wait
 that runs out is an error (kind diagnostics_timeout, exit status 124), never an empty list. LINE and COL
 start at 1 and COL counts bytes, as compilers print positions. --settings is a JSON object
-that answers workspace/configuration by section, e.g. '{"gopls":{"staticcheck":true}}'.
+that answers workspace/configuration by section, e.g. '{"gopls":{"staticcheck":true}}'; a known
+server (gopls, pyright-langserver, typescript-language-server, clangd, bash-language-server,
+yaml-language-server, pylsp) gets its preset's settings, initialization options and position
+encodings where the flags give none (lsp.Preset).
 --timeout bounds the whole session before the shutdown.
 
 With --json it prints one JSON object:
@@ -209,10 +212,10 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	session, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := lsp.Start(session, svc, lsp.Config{
+	c, err := lsp.Start(session, svc, lsp.WithPreset(lsp.Config{
 		Path: fs.Arg(0), Args: fs.Args()[1:], Root: *root, Settings: cfgSettings, Grace: *grace,
 		ShutdownTimeout: *shutAfter, ExitTimeout: *exitAfter,
-	})
+	}))
 	if err != nil {
 		if kind, code := startFailure(err); kind != "internal" {
 			return fail(kind, code, err)

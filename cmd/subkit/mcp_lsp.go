@@ -230,9 +230,10 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 }
 
 // lspClient is the world's running server for argv and root, started on first use: it
-// watches the root, so that what changes on disk between calls reaches it.
+// watches the root, so that what changes on disk between calls reaches it, and a known
+// server gets its preset's settings (lsp.WithPreset; the command line is kept as given).
 func (w *mcpWorld) lspClient(ctx context.Context, argv []string, root string) (*lsp.Client, error) {
-	srv, err := w.pool.Get(ctx, lsp.Config{Path: argv[0], Args: argv[1:], Root: root, WatchFiles: true})
+	srv, err := w.pool.Get(ctx, lsp.WithPreset(lsp.Config{Path: argv[0], Args: argv[1:], Root: root, WatchFiles: true}))
 	if err != nil {
 		return nil, err
 	}
