@@ -124,6 +124,8 @@ const relayChunk = 1 << 20
 // streams, and closes neither connection.
 func relay(client, dest net.Conn, up, down func(int64)) error {
 	errc := make(chan error, 2)
+	// stop ends both directions at once; the owners close the connections again and keep
+	// those errors.
 	stop := sync.OnceFunc(func() {
 		_ = client.Close()
 		_ = dest.Close()

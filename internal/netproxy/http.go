@@ -54,7 +54,7 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	dest := &trackedConn{Conn: dc, set: s.conns}
 	if !s.conns.add(dest) {
-		_ = dest.Close()
+		_ = dest.Close() // never served: only its socket to release
 		s.p.log.finish(e, "", ErrClosed)
 		s.answer(w, r, http.StatusServiceUnavailable, "the proxy is closing")
 		return
@@ -238,6 +238,7 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, status int, reas
 		return
 	}
 	defer c.Close()
+	// Without a deadline (a connection already broken) the writes below fail at once.
 	_ = c.SetDeadline(time.Now().Add(s.p.headTimeout))
 	body := line + "\n"
 	_, err = fmt.Fprintf(brw, "HTTP/1.1 %03d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"+
@@ -251,6 +252,6 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, status int, reas
 	// Closing with unread request bytes would reset the connection and could lose the answer:
 	// end the writing side and read what remains, boundedly.
 	if closeWrite(c) == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(bufio.NewReader(c), 256<<10))
+		_, _ = io.Copy(io.Discard, io.LimitReader(bufio.NewReader(c), 256<<10)) // only to drain
 	}
 }

@@ -326,7 +326,7 @@ type server struct {
 // serveConn tells SOCKS5 from HTTP by the first byte and serves the connection.
 func (s *server) serveConn(c *trackedConn) {
 	if err := c.SetReadDeadline(time.Now().Add(s.p.headTimeout)); err != nil {
-		_ = c.Close()
+		_ = c.Close() // a connection that cannot take a deadline is already broken
 		return
 	}
 	var b [1]byte
@@ -343,7 +343,7 @@ func (s *server) serveConn(c *trackedConn) {
 	select {
 	case s.httpL.ch <- c:
 	case <-s.httpL.done:
-		_ = c.Close()
+		_ = c.Close() // the Serve call is ending: the connection is not served
 	}
 }
 

@@ -146,6 +146,12 @@ func socksReply(code byte, bound net.Addr) []byte {
 	return binary.BigEndian.AppendUint16(b, ap.Port())
 }
 
+// lastWord writes a failure reply to a client the proxy is about to drop. Its error is not
+// kept: a client that cannot be written to is gone, which is where the proxy leaves it anyway.
+func lastWord(c net.Conn, b []byte) {
+	_, _ = c.Write(b)
+}
+
 // serveSOCKS serves a SOCKS5 client whose version byte has been read. The caller closes c.
 func (s *server) serveSOCKS(c *trackedConn) {
 	start := time.Now()
@@ -155,7 +161,7 @@ func (s *server) serveSOCKS(c *trackedConn) {
 		return
 	}
 	if !noAuth {
-		_, _ = c.Write([]byte{socksVersion, socksNoMethods})
+		lastWord(c, []byte{socksVersion, socksNoMethods})
 		return
 	}
 	if _, err := c.Write([]byte{socksVersion, socksNoAuth}); err != nil {
@@ -164,13 +170,13 @@ func (s *server) serveSOCKS(c *trackedConn) {
 	req, err := readSOCKSRequest(br)
 	if err != nil {
 		if se := (*socksError)(nil); errors.As(err, &se) && se.reply != 0 {
-			_, _ = c.Write(socksReply(se.reply, nil))
+			lastWord(c, socksReply(se.reply, nil))
 		}
 		return
 	}
 	t, err := req.target()
 	if err != nil {
-		_, _ = c.Write(socksReply(socksNotAllowed, nil))
+		lastWord(c, socksReply(socksNotAllowed, nil))
 		return
 	}
 	pl := s.p.check(s.ctx, t)
@@ -179,13 +185,13 @@ func (s *server) serveSOCKS(c *trackedConn) {
 		rec.Verdict = VerdictRefused
 		rec.Reason = s.p.refusal(pl.reason)
 		s.p.log.finish(s.p.log.add(rec), "", nil)
-		_, _ = c.Write(socksReply(socksNotAllowed, nil))
+		lastWord(c, socksReply(socksNotAllowed, nil))
 		return
 	}
 	e := s.p.log.add(rec)
 	if pl.failed {
 		s.p.log.finish(e, "", errors.New(pl.reason))
-		_, _ = c.Write(socksReply(socksHostUnreachable, nil))
+		lastWord(c, socksReply(socksHostUnreachable, nil))
 		return
 	}
 	dc, err := s.p.dial(s.ctx, pl)
@@ -195,12 +201,12 @@ func (s *server) serveSOCKS(c *trackedConn) {
 		if de := (*dialError)(nil); errors.As(err, &de) {
 			code = de.socksCode()
 		}
-		_, _ = c.Write(socksReply(code, nil))
+		lastWord(c, socksReply(code, nil))
 		return
 	}
 	dest := &trackedConn{Conn: dc, set: s.conns}
 	if !s.conns.add(dest) {
-		_ = dest.Close()
+		_ = dest.Close() // never served: only its socket to release
 		s.p.log.finish(e, "", ErrClosed)
 		return
 	}
