@@ -55,9 +55,11 @@ vet:
 generate:
 	$(GO) generate ./...
 
-# The Windows test binaries of every package, run under Wine (Debian's Wine 8.0). It installs
-# what it lacks (apt-get, as root), builds a stand-in bcryptprimitives.dll, and keeps its Wine
-# prefix in .build/wine; see internal/wine/test-windows.sh.
+# The Windows test binaries of every package, run under Wine (Debian's Wine 8.0); of the
+# packages whose tests still assume a POSIX host, only the tests it names (cmd/subkit's tree
+# tests, with a cross-built subkit.exe). It installs what it lacks (apt-get, as root), builds a
+# stand-in bcryptprimitives.dll, and keeps its Wine prefix in .build/wine; see
+# internal/wine/test-windows.sh.
 test-windows:
 	GO=$(GO) ./internal/wine/test-windows.sh
 
