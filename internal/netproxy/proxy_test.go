@@ -830,3 +830,48 @@ func TestDialTriesAddresses(t *testing.T) {
 		t.Errorf("five.test: %s %q", resp.Status, got)
 	}
 }
+
+// TestIPv6: an IPv6 literal allowed by an IP pattern is reached over CONNECT and SOCKS5
+// (address type 4, and a reply with an IPv6 bound address), as is a name resolving to ::1
+// named exactly; without the pattern, the literal is refused.
+func TestIPv6(t *testing.T) {
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	srv := &http.Server{Handler: hello()}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	defer func() {
+		srv.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	ps := strconv.Itoa(port)
+	p, addr := newProxy(t, Config{Allow: []string{"[::1]:" + ps, "v6.test"}, Resolver: mapResolver(map[string][]string{"v6.test": {"::1"}})})
+	c, _, resp := connectRaw(t, addr, "[::1]:"+ps)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT [::1]: %s", resp.Status)
+	}
+	if got := getOver(t, c, "v6"); got != "hello from v6\n" {
+		t.Errorf("CONNECT [::1]: %q", got)
+	}
+	for _, host := range []string{"::1", "v6.test"} {
+		c, code := socksDial(t, addr, host, port)
+		if code != 0 {
+			t.Fatalf("socks5 %s: reply %d", host, code)
+		}
+		if got := getOver(t, c, "v6"); got != "hello from v6\n" {
+			t.Errorf("socks5 %s: %q", host, got)
+		}
+	}
+	if _, code := socksDial(t, addr, "::1", port+1); code != socksNotAllowed {
+		t.Errorf("socks5 [::1] on a port not allowed: reply %d", code)
+	}
+	recs, _ := p.Records()
+	if len(recs) != 4 || recs[0].Host != "::1" || !strings.HasPrefix(recs[0].Addr, "[::1]:") {
+		t.Errorf("records %+v", recs)
+	}
+}
