@@ -212,7 +212,7 @@ const noEditor = `printf '%s\n' "subkit: no interactive editor in this session (
 // or a password prompt, and no output carries colour codes.
 func modelEnv() []string {
 	return []string{
-		"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
+		"NO_COLOR=1", "TERM=xterm-256color", "PAGER=cat", "GIT_PAGER=cat",
 		"GH_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=" + noEditor, "GIT_SEQUENCE_EDITOR=" + noEditor,
 		"BASH_SILENCE_DEPRECATION_WARNING=1",
 	}

@@ -1,6 +1,8 @@
 package shell
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +161,38 @@ func TestShellNestedShells(t *testing.T) {
 	assert.Equal(t, 4, st.ExitCode)
 	assert.Contains(t, st.Output, "in-sh\n")
 	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
+}
+
+// Full-screen programs are a screen: watch shows the date, vim the file's first line, and
+// the keys typed into vim work; line-mode output before and after stays in Output.
+func TestShellFullScreen(t *testing.T) {
+	lookPath(t, "watch")
+	lookPath(t, "vim")
+	s := newSession(t)
+	year := time.Now().Format("2006")
+	st, err := s.Run(ctxT(t, time.Minute), "echo before; watch -n1 date", 200*time.Millisecond)
+	require.NoError(t, err)
+	out, st := pollUntil(t, s, st, func(_ string, st Step) bool { return strings.Contains(st.Screen, year) })
+	assert.Equal(t, "before\n", out, "the screen's bytes are not output")
+	assert.Contains(t, st.Screen, "Every 1")
+	assert.LessOrEqual(t, strings.Count(st.Screen, "\n"), DefaultRows-1)
+	st, err = s.Interrupt(ctxT(t, time.Minute), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the first line of the file\nsecond\n"), 0o600))
+	st, err = s.Run(ctxT(t, time.Minute), "vim -u NONE -N -n "+filepath.Join(dir, "notes.txt"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, StateWaitingInput, st.State, "%+v", st)
+	assert.True(t, strings.HasPrefix(st.Screen, "the first line of the file\nsecond\n~"), "%q", st.Screen)
+	assert.Equal(t, "vim", st.Input.Comm)
+	st, err = s.Write(ctxT(t, time.Minute), "ggdd:wq\r", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, StateCompleted, st.State, "%+v", st)
+	assert.Equal(t, 0, st.ExitCode)
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "second\n", string(b), "the keys worked")
+	assert.Equal(t, "after\n", run(t, s, "echo after").Output)
 }

@@ -65,3 +65,8 @@ func TestTranscriptTake(t *testing.T) {
 	assert.Equal(t, "1,234,567", groupDigits(1234567))
 	assert.Equal(t, "-1,000", groupDigits(-1000))
 }
+
+func TestRenderShortEscapes(t *testing.T) {
+	assert.Equal(t, "ab\n", Render([]byte("\x1b>a\x1b=\x1b(Bb\x1b7\x1b8\n")))
+	assert.Equal(t, "x\x1b]0;title\a\n", Render([]byte("x\x1b]0;title\a\n")), "OSC stays")
+}

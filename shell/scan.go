@@ -70,13 +70,59 @@ type scanner struct {
 	pend []byte
 	emit func([]byte)
 	mark func(marker)
+	// alt: a program holds the alternate screen; its bytes go to screen, not emit.
+	alt    bool
+	screen screenSink
 }
 
-func newScanner(own ownLines, emit func([]byte), mark func(marker)) *scanner {
+// screenSink takes the alternate screen's bytes: on starts a screen (with the sequence that
+// switched to it), write feeds it, off ends it (with the sequence that switched back, or nil
+// when a prompt marker came first).
+type screenSink interface {
+	on(seq []byte)
+	write(p []byte)
+	off(seq []byte)
+}
+
+func newScanner(own ownLines, emit func([]byte), mark func(marker), screen screenSink) *scanner {
 	return &scanner{
 		own: own, head: []byte(markerPrefix + string(own.nonce) + ";"),
-		emit: emit, mark: mark,
+		emit: emit, mark: mark, screen: screen,
 	}
+}
+
+// prefixOfAny reports whether p is a proper prefix of one of seqs.
+func prefixOfAny(p []byte, seqs ...[][]byte) bool {
+	for _, set := range seqs {
+		for _, q := range set {
+			if len(p) < len(q) && bytes.HasPrefix(q, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startsWithAny returns the one of seqs that p starts with, or nil.
+func startsWithAny(p []byte, seqs [][]byte) []byte {
+	for _, q := range seqs {
+		if bytes.HasPrefix(p, q) {
+			return q
+		}
+	}
+	return nil
+}
+
+// out passes ordinary bytes on: to the screen while a program holds it, else as text.
+func (s *scanner) out(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if s.alt {
+		s.screen.write(b)
+		return
+	}
+	s.text(b)
 }
 
 // feed takes the next bytes of the stream.
@@ -86,25 +132,49 @@ func (s *scanner) feed(p []byte) {
 		s.carry = nil
 	}
 	prefix := []byte(markerPrefix)
+	markers := [][]byte{prefix}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, 0x1b)
 		if i < 0 {
-			s.text(p)
+			s.out(p)
 			return
 		}
-		s.text(p[:i])
+		s.out(p[:i])
 		p = p[i:]
+		if s.screen != nil {
+			switches := altEnter
+			if s.alt {
+				switches = altLeave
+			}
+			if seq := startsWithAny(p, switches); seq != nil {
+				if s.alt {
+					s.screen.write(seq)
+					s.alt = false
+					s.screen.off(seq)
+				} else {
+					s.flushAt(true) // the line before the screen is output
+					s.alt = true
+					s.screen.on(seq)
+				}
+				p = p[len(seq):]
+				continue
+			}
+			if prefixOfAny(p, switches, markers) {
+				s.carry = append([]byte(nil), p...)
+				return
+			}
+		}
 		if len(p) < len(prefix) {
 			if bytes.HasPrefix(prefix, p) {
 				s.carry = append([]byte(nil), p...)
 				return
 			}
-			s.text(p[:1])
+			s.out(p[:1])
 			p = p[1:]
 			continue
 		}
 		if !bytes.HasPrefix(p, prefix) {
-			s.text(p[:1])
+			s.out(p[:1])
 			p = p[1:]
 			continue
 		}
@@ -115,7 +185,7 @@ func (s *scanner) feed(p []byte) {
 				s.carry = append([]byte(nil), p...)
 				return
 			}
-			s.text(p[:1]) // too long to be a marker
+			s.out(p[:1]) // too long to be a marker
 			p = p[1:]
 			continue
 		}
@@ -123,6 +193,10 @@ func (s *scanner) feed(p []byte) {
 		p = p[j+1:]
 		if bytes.HasPrefix(seq, s.head) {
 			if m, ok := parseMarker(string(seq[len(s.head) : len(seq)-1])); ok {
+				if s.alt { // the shell is back at its prompt: the program that held the screen is gone
+					s.alt = false
+					s.screen.off(nil)
+				}
 				s.flushAt(true)
 				if len(s.pend) > 0 && !strings.Contains(m.flags, "v") {
 					s.emit(s.pend)
@@ -132,7 +206,7 @@ func (s *scanner) feed(p []byte) {
 				continue
 			}
 		}
-		s.text(seq) // a look-alike without the nonce: ordinary output
+		s.out(seq) // a look-alike without the nonce: ordinary output
 	}
 }
 
@@ -221,7 +295,11 @@ func (s *scanner) end() {
 	carry := s.carry
 	s.carry = nil
 	if len(carry) > 0 {
-		s.text(carry)
+		s.out(carry)
+	}
+	if s.alt {
+		s.alt = false
+		s.screen.off(nil)
 	}
 	if len(s.pend) > 0 {
 		s.emit(s.pend)

@@ -30,7 +30,7 @@ func scanAll(chunks ...string) (string, []marker, []int) {
 	sc := newScanner(testOwn(), func(p []byte) { out.Write(p) }, func(m marker) {
 		marks = append(marks, m)
 		at = append(at, out.Len())
-	})
+	}, nil)
 	for _, c := range chunks {
 		sc.feed([]byte(c))
 	}
@@ -117,7 +117,7 @@ func TestScannerOwnLines(t *testing.T) {
 
 	// A held partial line goes out at flush unless it may still become the session's own.
 	var got bytes.Buffer
-	sc := newScanner(testOwn(), func(p []byte) { got.Write(p) }, func(marker) {})
+	sc := newScanner(testOwn(), func(p []byte) { got.Write(p) }, func(marker) {}, nil)
 	sc.feed([]byte("Password: "))
 	sc.flush()
 	assert.Equal(t, "Password: ", got.String())

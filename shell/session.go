@@ -78,6 +78,13 @@ type Step struct {
 	// shell itself runs in the foreground (a builtin, a loop, `read`). ForegroundPid is its pid.
 	Foreground    string
 	ForegroundPid int
+	// Screen is, while a full-screen program holds the terminal's alternate screen (vim, less,
+	// top, watch), that screen as a person would see it: Config.Rows lines of at most
+	// Config.Cols characters, trailing blanks and empty rows trimmed. When the program left
+	// the screen during this Step, it is the screen as it left it. "" otherwise. The bytes
+	// such a program writes go to the terminal emulator that draws the screen, not to Output
+	// or the transcript.
+	Screen string
 	// Input is, for StateWaitingInput, who waits for input and how the terminal takes it
 	// (line mode, echo off at a password prompt), with the prompt's text; nil otherwise.
 	Input *InputWait
@@ -130,6 +137,8 @@ type Session struct {
 	sc      *scanner
 	off     int64
 	outAt   time.Time  // when output last arrived
+	scr     *screen    // the alternate screen's emulator while a program holds it
+	lastScr string     // the screen as the program that held it left it, for the next Step
 	pending chan error // a write to the terminal still in progress, or nil
 
 	mu         sync.Mutex
@@ -242,7 +251,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		return fail(&Error{Op: op, ID: id, Err: err})
 	}
 	s.cmdFile = cmdFile
-	s.sc = newScanner(newOwnLines(s.nonce, cmdFile.Name(), promptCommand(s.nonce, rc)), s.emit, s.marker)
+	s.sc = newScanner(newOwnLines(s.nonce, cmdFile.Name(), promptCommand(s.nonce, rc)), s.emit, s.marker, sessionScreen{s})
 	env := append(modelEnv(), c.Env...)
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
 		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
@@ -797,6 +806,7 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 	sent, errexit := s.sent, s.errexit && s.waiting
 	s.mu.Unlock()
 	st.Notes = notes(flags, st.Lost)
+	st.Screen = s.screenText()
 	if st.State == StateWaitingInput {
 		w := in.wait
 		w.Prompt = s.prompt()
@@ -977,6 +987,12 @@ func (s *Session) release() error {
 		errs = append(errs, s.term.Close())
 		<-s.readerDone
 	}
+	s.rmu.Lock()
+	if s.scr != nil {
+		errs = append(errs, s.scr.close())
+		s.scr = nil
+	}
+	s.rmu.Unlock()
 	s.writers.Wait()
 	s.inflight.Wait()
 	if s.cmdFile != nil {
@@ -1116,6 +1132,55 @@ func (s *Session) flushLine() {
 	s.rmu.Lock()
 	s.sc.flush()
 	s.rmu.Unlock()
+}
+
+// sessionScreen is the scanner's screenSink: a terminal emulator while a program holds the
+// alternate screen. Its methods run with rmu held.
+type sessionScreen struct{ s *Session }
+
+func (x sessionScreen) on(seq []byte) {
+	s := x.s
+	if s.scr != nil {
+		s.log.Warn("close the screen emulator", "err", s.scr.close())
+	}
+	s.scr = newScreen(s.cfg.Cols, s.cfg.Rows, &s.writers, func(p []byte) {
+		if _, err := s.term.Write(p); err != nil {
+			s.log.Debug("answer the program's terminal query", "err", err)
+		}
+	})
+	s.scr.write(seq)
+	s.lastScr = ""
+}
+
+func (x sessionScreen) write(p []byte) {
+	if x.s.scr != nil {
+		x.s.scr.write(p)
+	}
+}
+
+func (x sessionScreen) off([]byte) {
+	s := x.s
+	if s.scr == nil {
+		return
+	}
+	s.lastScr = s.scr.text()
+	if err := s.scr.close(); err != nil {
+		s.log.Warn("close the screen emulator", "err", err)
+	}
+	s.scr = nil
+}
+
+// screenText is the screen for a Step: the one a program holds now, else the one the last
+// program left since the previous Step, else "".
+func (s *Session) screenText() string {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	out := s.lastScr
+	if s.scr != nil {
+		out = s.scr.text()
+	}
+	s.lastScr = ""
+	return out
 }
 
 // emit and marker are the scanner's outputs; they run with rmu held.

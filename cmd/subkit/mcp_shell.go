@@ -71,6 +71,7 @@ type shellStepOut struct {
 	Foreground    string      `json:"foreground" jsonschema:"while running: the command name of the terminal's foreground program (python3, sleep; bash for the shell itself)"`
 	ForegroundPid int         `json:"foreground_pid"`
 	Input         *shellInput `json:"input,omitempty" jsonschema:"waiting_for_input: who reads the terminal, how it takes input, and the prompt"`
+	Screen        string      `json:"screen,omitempty" jsonschema:"the screen of a full-screen program (vim, less, top, watch) as a person would see it, trailing blanks trimmed; its bytes are not in output"`
 	Notes         []string    `json:"notes" jsonschema:"short remarks: set -e stopped the command, PROMPT_COMMAND was put back, output was lost"`
 	Cancelled     bool        `json:"cancelled" jsonschema:"the client cancelled the call: the foreground program was sent Ctrl-C (SIGINT)"`
 }
@@ -80,7 +81,7 @@ func shellStepOf(id string, st shell.Step) shellStepOut {
 		OmittedFrom: st.OmittedFrom, From: st.From, Next: st.Next,
 		Signal: st.Signal, Cwd: st.Cwd, DurationMs: st.Duration.Milliseconds(), Foreground: st.Foreground,
 		ForegroundPid: st.ForegroundPid, Notes: nonNil(st.Notes)}
-	out.Input = shellInputOf(st.Input)
+	out.Input, out.Screen = shellInputOf(st.Input), st.Screen
 	if st.State != shell.StateRunning && st.State != shell.StateWaitingInput && st.ExitCode >= 0 {
 		code := st.ExitCode
 		out.ExitCode = &code
@@ -95,6 +96,7 @@ func renderStep(st shellStepOut) string {
 	if st.Output != "" && !strings.HasSuffix(st.Output, "\n") {
 		b.WriteString("\n")
 	}
+	b.WriteString(screenText(st.Screen))
 	for _, n := range st.Notes {
 		b.WriteString("[note: " + n + "]\n")
 	}

@@ -29,7 +29,7 @@ Empty lines are skipped. When FILE is done the session is closed, with everythin
 --sandbox confines the shell and everything it starts (Linux), as for subkit bash.
 
 With --json it prints one JSON object:
-  {"steps":[{"command","state","exit_code","cwd","output","foreground","input","notes"}],"exit_code",
+  {"steps":[{"command","state","exit_code","cwd","output","foreground","screen","input","notes"}],"exit_code",
    "cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
 state is "completed" (exit_code is the command's status), "waiting_for_input" (the foreground
 program waits for input: input is {"pid","comm","modes_known","line_mode","echo_off","prompt"},
@@ -37,8 +37,10 @@ echo_off at a password prompt; exit_code null), "running" (still running at the 
 foreground names the foreground program; exit_code null), "exited" (the shell ended;
 exit_code is its status, null when a signal ended it), "syntax_error" (refused by bash -n,
 nothing ran) or "refused" (not run: an earlier line still runs, or the shell has exited);
-output is the step's new output (its head and tail beyond 64000 bytes), foreground and notes
-appear when there is something to say; the last "exit_code" is the last step's. It exits 0 once
+output is the step's new output (its head and tail beyond 64000 bytes); screen is the screen of
+a full-screen program (vim, less, top, watch: TERM is xterm-256color) as a person would see it,
+200x50, trailing blanks trimmed, whose bytes are not in output; foreground and notes appear when
+there is something to say; the last "exit_code" is the last step's. It exits 0 once
 the session has run (130 when interrupted). Without --json it prints each step as
 "$ command", its output and a bracketed status line ("> " lines as they are), and exits with the
 last step's exit code (0 when it has none).
@@ -53,6 +55,7 @@ type shellStep struct {
 	Cwd        string      `json:"cwd"`
 	Output     string      `json:"output"`
 	Foreground string      `json:"foreground,omitempty"`
+	Screen     string      `json:"screen,omitempty"`
 	Input      *shellInput `json:"input,omitempty"`
 	Notes      []string    `json:"notes,omitempty"`
 }
@@ -72,6 +75,14 @@ func shellInputOf(w *shell.InputWait) *shellInput {
 		return nil
 	}
 	return &shellInput{Pid: w.Pid, Comm: w.Comm, ModesKnown: w.ModesKnown, LineMode: w.LineMode, EchoOff: w.EchoOff, Prompt: w.Prompt}
+}
+
+// screenText frames a full-screen program's screen, or is "".
+func screenText(screen string) string {
+	if screen == "" {
+		return ""
+	}
+	return "[screen of the full-screen program:]\n" + screen + "\n[end of screen]\n"
 }
 
 // waitingLine is the status line of a step that waits for input.
@@ -215,7 +226,7 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 			step.State, step.Output = "refused", err.Error()
 		default:
 			step.State, step.Cwd, step.Output = string(st.State), st.Cwd, st.Output
-			step.Foreground, step.Notes, step.Input = st.Foreground, st.Notes, shellInputOf(st.Input)
+			step.Foreground, step.Notes, step.Input, step.Screen = st.Foreground, st.Notes, shellInputOf(st.Input), st.Screen
 			if st.State != shell.StateRunning && st.State != shell.StateWaitingInput && st.ExitCode >= 0 {
 				code := st.ExitCode
 				step.ExitCode = &code
@@ -239,6 +250,7 @@ func renderShellStep(st shellStep) string {
 	if st.Output != "" && !strings.HasSuffix(st.Output, "\n") {
 		b.WriteString("\n")
 	}
+	b.WriteString(screenText(st.Screen))
 	for _, n := range st.Notes {
 		b.WriteString("[note: " + n + "]\n")
 	}

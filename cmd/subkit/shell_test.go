@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,4 +122,28 @@ func TestShellScriptWaitingForInput(t *testing.T) {
 	assert.Equal(t, "$ read -rs -p 'Password: ' pw; echo; echo ${#pw}\nPassword: \n"+
 		"[waiting for input (echo off): bash (pid ", out[:len("$ read -rs -p 'Password: ' pw; echo; echo ${#pw}\nPassword: \n[waiting for input (echo off): bash (pid ")])
 	assert.Contains(t, out, ") reads the terminal in line mode (end the input with a newline); a \"> \" line types into it]\n> secret\n\n6\n")
+}
+
+// A full-screen program's step carries its screen, in the JSON and the text.
+func TestShellScriptScreen(t *testing.T) {
+	if waitingState != string(shell.StateWaitingInput) {
+		t.Skip("waiting_for_input is told on Linux only")
+	}
+	if _, err := exec.LookPath("vim"); err != nil {
+		t.Skip("no vim")
+	}
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("first line here\n"), 0o600))
+	script := writeScript(t, "vim -u NONE -N -n "+file+"\n> :q!\n")
+	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", "5m", "--json")
+	require.Equal(t, 0, code, out)
+	o := decode[shellOutput](t, out)
+	require.Len(t, o.Steps, 2)
+	assert.Equal(t, "waiting_for_input", o.Steps[0].State)
+	assert.True(t, strings.HasPrefix(o.Steps[0].Screen, "first line here\n~"), "%q", o.Steps[0].Screen)
+	assert.Equal(t, "completed", o.Steps[1].State)
+
+	code, out, _ = cli(t, "", "shell", "--script", script, "--yield", "5m")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "[screen of the full-screen program:]\nfirst line here\n~")
 }
