@@ -53,9 +53,10 @@ type Config struct {
 	// Dir is the directory the shell starts in; empty means the Service's Cwd.
 	Dir string
 	// Env is NAME=VALUE set in the shell's environment after the model-friendly defaults
-	// (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat, GIT_TERMINAL_PROMPT=0,
-	// GIT_EDITOR and GIT_SEQUENCE_EDITOR that fail saying how to give the text on the
-	// command line instead; LANG=C.UTF-8 when no locale is set), which it may override.
+	// (NO_COLOR=1, TERM=xterm-256color, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
+	// GIT_TERMINAL_PROMPT=0, GIT_EDITOR and GIT_SEQUENCE_EDITOR that fail saying how to give
+	// the text on the command line instead; LANG=C.UTF-8 when no locale is set), which it
+	// may override.
 	Env []string
 	// Cols and Rows are the terminal size; 0 means DefaultCols x DefaultRows.
 	Cols, Rows int

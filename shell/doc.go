@@ -7,14 +7,15 @@
 // file system. A Session is the stateful counterpart, the pty consumer the subprocess
 // Service's terminals were made for. Open starts a non-login interactive bash that reads no
 // startup file of the user (no ~/.bashrc, no history file), in the bash executor's
-// model-friendly environment (NO_COLOR=1, TERM=dumb, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
-// GIT_TERMINAL_PROMPT=0, after the Service's credential scrub; GIT_EDITOR and
-// GIT_SEQUENCE_EDITOR fail with a message saying how to give the text on the command line, so
-// `git rebase -i` never succeeds without doing what was asked; LANG=C.UTF-8, LC_CTYPE=UTF-8 on
-// macOS, when no locale is set, so names like résumé_文件.txt print as they are), on a wide
-// terminal (200x50) so output does not wrap. The terminal echoes what Write types, as it would
-// for a person (a password prompt turns echo off; commands given to Run are not typed, so
-// they do not show). It runs under the Service's guard and sandbox (subprocess.Config.Guard,
+// model-friendly environment (NO_COLOR=1, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
+// GIT_TERMINAL_PROMPT=0, after the Service's credential scrub) but for a real terminal type
+// (TERM=xterm-256color, so full-screen programs draw their screens) and git's editors
+// (GIT_EDITOR and GIT_SEQUENCE_EDITOR fail with a message saying how to give the text on the
+// command line, so `git rebase -i` never succeeds without doing what was asked); LANG=C.UTF-8
+// (LC_CTYPE=UTF-8 on macOS) when no locale is set, so names like résumé_文件.txt print as they
+// are; on a wide terminal (200x50) so output does not wrap. The terminal echoes what Write
+// types, as it would for a person (a password prompt turns echo off; commands given to Run
+// are not typed, so they do not show). It runs under the Service's guard and sandbox (subprocess.Config.Guard,
 // Config.Sandbox) when the Service has them.
 //
 // # Steps
@@ -58,6 +59,17 @@
 // A command with a syntax error is refused before anything runs (`bash -n`; commands of plain
 // words skip the check). The whole transcript is readable by offset (ReadTranscript), in the
 // same whole-stream coordinates as the Service's output reads, within Config.TranscriptBytes.
+//
+// # Full-screen programs
+//
+// A program that switches the terminal to its alternate screen (vim, less, top, htop, watch)
+// draws a screen rather than writing lines. From that switch until it switches back (or the
+// shell's next prompt, if it never does), its bytes go to a terminal emulator
+// (charmbracelet/x/vt) instead of Output and the transcript, and each Step carries the screen
+// as text in Step.Screen: Config.Rows lines of at most Config.Cols characters, trailing blanks
+// trimmed, what a person would see. The emulator answers the program's queries (device
+// attributes, cursor position) through the pty, as a terminal would. Keys typed with Write go
+// to the program as they are ("\x1b" is Escape, "\r" Enter). Line-mode output is unchanged.
 //
 // # Command boundaries
 //
