@@ -489,7 +489,7 @@ func (c *Client) remember(uri string, set DiagnosticSet) {
 	if d == nil || d.Version != set.Version || set.Reused || set.fileGen != c.fileGenNow() {
 		return
 	}
-	sum := sha256.Sum256([]byte(d.Text))
+	sum := sha256.Sum256(d.buf)
 	c.diagMu.Lock()
 	defer c.diagMu.Unlock()
 	list := slices.DeleteFunc(c.answers[uri], func(a answer) bool { return a.sum == sum })
@@ -522,7 +522,7 @@ func (c *Client) reuse(uri string, version int) (DiagnosticSet, bool) {
 	if len(list) == 0 || (have && held.Version >= version && (held.Versioned || held.Ordered) && held.fileGen == c.fileGen) {
 		return DiagnosticSet{}, false // nothing to reuse, or the server answered already
 	}
-	sum := sha256.Sum256([]byte(d.Text))
+	sum := sha256.Sum256(d.buf)
 	for _, a := range list {
 		if a.sum == sum && gen-a.gen == d.changes-a.changes {
 			set := a.set.clone()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/subkit/subkit/subprocess"
@@ -134,11 +135,36 @@ type Document struct {
 	Text       string
 }
 
-// openDoc is an open document and what the client tracks of it.
+// openDoc is an open document and what the client tracks of it. Its text is a buffer that
+// edits change in place (Document.Text stays empty): an edit of a large document copies
+// nothing but the bytes after it, and a string of the text is made only when one is asked for.
 type openDoc struct {
 	Document
+	buf     []byte
+	str     string // the text as a string, once asked for; valid while strOK
+	strOK   bool
 	sentSeq uint64 // Client.pubSeq when this version was handed to the writer
 	changes uint64 // how many times this document changed, counted in Client.gen
+}
+
+// text returns the document's text as a string, made once per version. Call it under docMu.
+func (d *openDoc) text() string {
+	if !d.strOK {
+		d.str, d.strOK = string(d.buf), true
+	}
+	return d.str
+}
+
+// snapshot is the Document a caller gets. Call it under docMu.
+func (d *openDoc) snapshot() Document {
+	doc := d.Document
+	doc.Text = d.text()
+	return doc
+}
+
+// setText replaces the text (and drops the string made of the old one).
+func (d *openDoc) setText(b []byte) {
+	d.buf, d.str, d.strOK = b, "", false
 }
 
 // sent records, under docMu, that d's current version was handed to the writer: publishes
@@ -219,7 +245,8 @@ func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
 
 func (c *Client) commitOpen(doc TextDocumentItem) {
 	c.docMu.Lock()
-	d := &openDoc{Document: Document{URI: doc.URI, LanguageID: doc.LanguageID, Version: doc.Version, Text: doc.Text}}
+	d := &openDoc{Document: Document{URI: doc.URI, LanguageID: doc.LanguageID, Version: doc.Version},
+		buf: []byte(doc.Text), str: doc.Text, strOK: true}
 	c.sent(d)
 	c.docs[doc.URI] = d
 	c.versions[doc.URI] = max(c.versions[doc.URI], doc.Version)
@@ -269,39 +296,67 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 	defer c.unlockDocs()
 	c.docMu.Lock()
 	d, open := c.docs[uri]
-	var text string
+	var cur []byte
 	var version int
 	if open {
-		text, version = d.Text, c.versions[uri]+1
+		// The buffer changes only under docSem, which this call holds: it may be read
+		// without docMu until the commit.
+		cur, version = d.buf, c.versions[uri]+1
 	}
 	c.docMu.Unlock()
 	if !open {
 		return 0, fmt.Errorf("lsp: change %s: %w", uri, ErrNotOpen)
 	}
 	enc := c.PositionEncoding()
-	for i, ch := range changes {
-		if ch.Range == nil {
-			text = ch.Text
-			continue
+	span := func(text []byte, i int, ch TextChange) (int, int, error) {
+		start, err := PositionToOffset(text, ch.Range.Start, enc)
+		if err != nil {
+			return 0, 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
 		}
-		start, err := PositionToOffset([]byte(text), ch.Range.Start, enc)
-		if err == nil {
-			var end int
-			if end, err = PositionToOffset([]byte(text), ch.Range.End, enc); err == nil && end < start {
-				err = fmt.Errorf("%w: range ends before it starts", ErrPosition)
-			}
-			if err == nil {
-				text = text[:start] + ch.Text + text[end:]
-			}
+		end, err := PositionToOffset(text, ch.Range.End, enc)
+		if err == nil && end < start {
+			err = fmt.Errorf("%w: range ends before it starts", ErrPosition)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
+			return 0, 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
 		}
+		return start, end, nil
+	}
+	// apply makes the new text at the commit. One ranged edit (what editors and agents send)
+	// is made in place in the buffer; several are made on one copy, in order.
+	var apply func(buf []byte) []byte
+	if len(changes) == 1 && changes[0].Range != nil {
+		start, end, err := span(cur, 0, changes[0])
+		if err != nil {
+			return 0, err
+		}
+		newText := changes[0].Text
+		apply = func(buf []byte) []byte { return replaceBytes(buf, start, end, newText) }
+	} else {
+		text := slices.Clone(cur)
+		for i, ch := range changes {
+			if ch.Range == nil {
+				text = []byte(ch.Text)
+				continue
+			}
+			start, end, err := span(text, i, ch)
+			if err != nil {
+				return 0, err
+			}
+			text = replaceBytes(text, start, end, ch.Text)
+		}
+		apply = func([]byte) []byte { return text }
+	}
+	var full []byte // the resulting text, for a server that takes whole texts
+	if c.sync.change == SyncFull {
+		full = apply(slices.Clone(cur)) // the document's buffer changes only at the commit
+		apply = func([]byte) []byte { return full }
 	}
 	commit := func() {
 		c.docMu.Lock()
 		if d := c.docs[uri]; d != nil {
-			d.Text, d.Version = text, version
+			d.setText(apply(d.buf))
+			d.Version = version
 			c.sent(d)
 		}
 		c.versions[uri] = version
@@ -313,7 +368,7 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 		commit()
 		return version, nil
 	case SyncFull:
-		sent = []TextChange{{Text: text}}
+		sent = []TextChange{{Text: string(full)}}
 	default:
 		sent = changes
 	}
@@ -340,8 +395,8 @@ func (c *Client) Save(ctx context.Context, uri string) error {
 	c.docMu.Lock()
 	d, open := c.docs[uri]
 	var text string
-	if open {
-		text = d.Text
+	if open && c.sync.includeText {
+		text = d.text()
 	}
 	c.docMu.Unlock()
 	if !open {
@@ -402,7 +457,7 @@ func (c *Client) Document(uri string) (Document, bool) {
 	if !ok {
 		return Document{}, false
 	}
-	return d.Document, true
+	return d.snapshot(), true
 }
 
 // Documents returns the client's copies of every open document, by URI order. They stay
@@ -414,7 +469,7 @@ func (c *Client) Documents() []Document {
 	c.docMu.Lock()
 	out := make([]Document, 0, len(c.docs))
 	for _, d := range c.docs {
-		out = append(out, d.Document)
+		out = append(out, d.snapshot())
 	}
 	c.docMu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
@@ -430,6 +485,23 @@ func (c *Client) version(uri string) (int, bool) {
 		return 0, false
 	}
 	return d.Version, true
+}
+
+// replaceBytes replaces b[start:end] with s in place (the bytes after it move; b grows only
+// when its capacity is short) and returns the result.
+func replaceBytes(b []byte, start, end int, s string) []byte {
+	delta := len(s) - (end - start)
+	switch {
+	case delta > 0:
+		n := len(b)
+		b = slices.Grow(b, delta)[:n+delta]
+		copy(b[end+delta:], b[end:n])
+	case delta < 0:
+		copy(b[end+delta:], b[end:])
+		b = b[:len(b)+delta]
+	}
+	copy(b[start:], s)
+	return b
 }
 
 // registration is a capability the server registered dynamically.

@@ -333,7 +333,7 @@ func (c *Client) planEdit(ops []DocumentChange) ([]plannedOp, error) {
 					if v := op.TextDocument.Version; v != nil && *v != d.Version {
 						return fail(fmt.Errorf("%w: %s is at version %d, the edit is for version %d", ErrVersionMismatch, op.TextDocument.URI, d.Version, *v))
 					}
-					f.text, f.exists = []byte(d.Text), true
+					f.text, f.exists = []byte(d.Text), true // a copy: the plan edits it
 				} else if f.exists {
 					if f.text, err = ReadDocument(p, c.cfg.MaxFrameBytes); err != nil {
 						return fail(err)

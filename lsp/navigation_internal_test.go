@@ -87,3 +87,15 @@ func TestDocumentChangeJSON(t *testing.T) {
 	assert.JSONEq(t, raw, string(back))
 	assert.Error(t, json.Unmarshal([]byte(`{"kind":"explode"}`), &DocumentChange{}))
 }
+
+func TestReplaceBytes(t *testing.T) {
+	b := []byte("hello world")
+	b = replaceBytes(b, 6, 11, "there, you")
+	assert.Equal(t, "hello there, you", string(b))
+	b = replaceBytes(b, 0, 6, "")
+	assert.Equal(t, "there, you", string(b))
+	b = replaceBytes(b, 5, 5, "!")
+	assert.Equal(t, "there!, you", string(b))
+	b = replaceBytes(b, 0, len(b), "x")
+	assert.Equal(t, "x", string(b))
+}
