@@ -327,6 +327,38 @@ var rows = []row{
 		Note: "a fresh connection per download, the CONNECT timed with it; the proxy splices both ways, and the " +
 			"client reads a Unix socket where the baseline reads TCP, so the ratio can exceed 1",
 	},
+	{
+		Title: "LSP: 50 one-line incremental edits to an open 1 MiB document (`Client.Change` with a range, " +
+			"sent to the fake server, which takes incremental changes)",
+		Baseline: "the same edits kept as a Go string, as the client kept them before: two conversions to bytes " +
+			"to find each range, then a concatenation (no notification sent)",
+		Target: "B/op ratio <= 0.01 (no whole-document copy per edit)",
+		Bench:  "BenchmarkLSPIncrementalEdits50",
+		Check:  allocRatio(0.01),
+	},
+	{
+		Title: "LSP: a disk edit of lib.go to main.go's fresh diagnostics, twice (breaks, then fixes it): what " +
+			"`lsp_diagnostics` does, a warm gopls watching the root, `SyncFiles`, then `Diagnostics`",
+		Baseline: "a cold `gopls check main.go` per question",
+		Target:   reportOnly,
+		Bench:    "BenchmarkLSPDiskEditToDiagnostics",
+		Check:    speedup(0),
+		Note:     "gopls with its preset (diagnosticsDelay 250ms); server start untimed",
+	},
+}
+
+// allocRatio compares the B/op medians: met when subkit allocates at most limit times the
+// baseline's bytes.
+func allocRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
+	return func(res *results, sub, base string) (string, string, string, bool, bool) {
+		s, ok1 := res.stat(sub, "B/op")
+		b, ok2 := res.stat(base, "B/op")
+		if !ok1 || !ok2 || b == 0 {
+			return "", "", "", false, false
+		}
+		r := s / b
+		return group(s) + " B/op", group(b) + " B/op", fmt.Sprintf("B/op ratio %.4f", r), r <= limit, true
+	}
 }
 
 func timeRatio(limit float64) func(*results, string, string) (string, string, string, bool, bool) {
