@@ -39,7 +39,7 @@
 // process spawned (see package github.com/subkit/subkit/procinspect/darwin).
 // On Windows Snapshot and Lookup make one Toolhelp32 walk and open each process
 // they report for its creation time, and Alive opens the one process (see
-// package github.com/subkit/subkit/procinspect/windows); Windows has no process
+// package github.com/subkit/subkit/procinspect/win); Windows has no process
 // groups or sessions, so [Table.Session] and [Table.Group] find nothing useful
 // there, and [Environ] is not implemented.
 // Elsewhere every call fails with an error wrapping [ErrUnsupported].

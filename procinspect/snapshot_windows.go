@@ -6,24 +6,24 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/windows"
+	"github.com/subkit/subkit/procinspect/win"
 )
 
 // Snapshot reads the whole process table once.
 //
 // On Windows it walks the Toolhelp32 process list once and opens each process for its
-// creation time (see package procinspect/windows): a process that exited in between is left
+// creation time (see package procinspect/win): a process that exited in between is left
 // out, and one that cannot be opened (a protected process, another user's) is kept with
 // Start 0.
 func Snapshot(ctx context.Context) (*Table, error) {
-	return tableFromWindows(windows.Snapshot(ctx))
+	return tableFromWindows(win.Snapshot(ctx))
 }
 
 // Lookup reads one process. On Windows it walks the whole Toolhelp32 process list (there is
 // no per-process query) and opens that one process for its creation time. A missing process
 // gives an error wrapping ErrNotFound.
 func Lookup(ctx context.Context, pid int) (Proc, error) {
-	r, err := windows.Lookup(ctx, pid)
+	r, err := win.Lookup(ctx, pid)
 	return lookupFromWindows(pid, r, err)
 }
 
@@ -35,7 +35,7 @@ func Lookup(ctx context.Context, pid int) (Proc, error) {
 // errors.Is(err, fs.ErrPermission) holds) gives an error, and an identity whose Start
 // is 0 (read from a process that could not be opened) never checks as alive.
 func Alive(ctx context.Context, id Identity) (bool, error) {
-	ok, err := windows.Alive(ctx, id.Pid, id.Start)
+	ok, err := win.Alive(ctx, id.Pid, id.Start)
 	return aliveFromWindows(id, ok, err)
 }
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/windows"
+	"github.com/subkit/subkit/procinspect/win"
 )
 
 // The conversions of the Windows reader's answers, in plain Go so they are tested on any OS;
@@ -13,7 +13,7 @@ import (
 // fromWindows converts one record of the Windows process table. Windows has no process
 // groups, sessions or controlling terminals in the POSIX sense: Pgid, Sid, Tpgid and Tty
 // stay 0.
-func fromWindows(r *windows.Record) Proc {
+func fromWindows(r *win.Record) Proc {
 	return Proc{
 		Identity: Identity{Pid: r.Pid, Start: r.Start},
 		PPid:     r.PPid,
@@ -23,7 +23,7 @@ func fromWindows(r *windows.Record) Proc {
 }
 
 // tableFromWindows builds the Table of a Windows snapshot, or wraps the reader's error.
-func tableFromWindows(recs []windows.Record, err error) (*Table, error) {
+func tableFromWindows(recs []win.Record, err error) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("procinspect: snapshot: %w", err)
 	}
@@ -36,8 +36,8 @@ func tableFromWindows(recs []windows.Record, err error) (*Table, error) {
 
 // lookupFromWindows is Lookup's answer for what the Windows reader gave for pid: a missing
 // process gives an error wrapping ErrNotFound (and the reader's error).
-func lookupFromWindows(pid int, r windows.Record, err error) (Proc, error) {
-	if errors.Is(err, windows.ErrNotFound) {
+func lookupFromWindows(pid int, r win.Record, err error) (Proc, error) {
+	if errors.Is(err, win.ErrNotFound) {
 		return Proc{}, fmt.Errorf("procinspect: lookup pid %d: %w: %w", pid, ErrNotFound, err)
 	}
 	if err != nil {

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/subkit/subkit/procinspect/windows"
+	"github.com/subkit/subkit/procinspect/win"
 )
 
 func TestFromWindows(t *testing.T) {
-	r := windows.Record{Pid: 1204, PPid: 600, Threads: 3, Start: 134_406_447_075_290_960, Comm: "cmd.exe"}
+	r := win.Record{Pid: 1204, PPid: 600, Threads: 3, Start: 134_406_447_075_290_960, Comm: "cmd.exe"}
 	assert.Equal(t, Proc{Identity: Identity{Pid: 1204, Start: 134_406_447_075_290_960}, PPid: 600, Comm: "cmd.exe"},
 		fromWindows(&r))
 	r.Threads = 0
@@ -25,8 +25,8 @@ func TestFromWindows(t *testing.T) {
 // one that could.
 func TestTableFromWindowsFences(t *testing.T) {
 	const s = 134_406_447_000_000_000
-	recs := []windows.Record{
-		{Pid: 0, Threads: 4, Comm: "[System Process]", StartErr: windows.ErrNoObject},
+	recs := []win.Record{
+		{Pid: 0, Threads: 4, Comm: "[System Process]", StartErr: win.ErrNoObject},
 		{Pid: 4, Threads: 100, Comm: "System", StartErr: errors.New("Access is denied.")},
 		{Pid: 600, PPid: 500, Threads: 3, Start: s + 100, Comm: "shell.exe"},
 		{Pid: 604, PPid: 600, Threads: 1, Start: s + 99, Comm: "old.exe"}, // created by an earlier 600
@@ -57,16 +57,16 @@ func TestTableFromWindowsFences(t *testing.T) {
 }
 
 func TestLookupFromWindows(t *testing.T) {
-	_, err := lookupFromWindows(42, windows.Record{}, fmt.Errorf("pid 42: %w", windows.ErrNotFound))
+	_, err := lookupFromWindows(42, win.Record{}, fmt.Errorf("pid 42: %w", win.ErrNotFound))
 	assert.ErrorIs(t, err, ErrNotFound)
-	assert.ErrorIs(t, err, windows.ErrNotFound)
+	assert.ErrorIs(t, err, win.ErrNotFound)
 
 	boom := errors.New("CreateToolhelp32Snapshot: boom")
-	_, err = lookupFromWindows(42, windows.Record{}, boom)
+	_, err = lookupFromWindows(42, win.Record{}, boom)
 	assert.ErrorIs(t, err, boom)
 	assert.NotErrorIs(t, err, ErrNotFound)
 
-	p, err := lookupFromWindows(42, windows.Record{Pid: 42, PPid: 8, Threads: 1, Start: 7, Comm: "a.exe"}, nil)
+	p, err := lookupFromWindows(42, win.Record{Pid: 42, PPid: 8, Threads: 1, Start: 7, Comm: "a.exe"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, Proc{Identity: Identity{Pid: 42, Start: 7}, PPid: 8, Comm: "a.exe"}, p)
 }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package windows
+package win
 
 import (
 	"context"
@@ -17,16 +17,16 @@ import (
 // 0). The context is checked before the walk and before each open.
 func Snapshot(ctx context.Context) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("procinspect/windows: snapshot: %w", err)
+		return nil, fmt.Errorf("procinspect/win: snapshot: %w", err)
 	}
 	taken := now()
 	entries, err := walk()
 	if err != nil {
-		return nil, fmt.Errorf("procinspect/windows: snapshot: %w", err)
+		return nil, fmt.Errorf("procinspect/win: snapshot: %w", err)
 	}
 	recs, err := Assemble(ctx, entries, taken, created)
 	if err != nil {
-		return nil, fmt.Errorf("procinspect/windows: snapshot: %w", err)
+		return nil, fmt.Errorf("procinspect/win: snapshot: %w", err)
 	}
 	return recs, nil
 }
@@ -36,12 +36,12 @@ func Snapshot(ctx context.Context) ([]Record, error) {
 // wrapping ErrNotFound.
 func Lookup(ctx context.Context, pid int) (Record, error) {
 	if err := ctx.Err(); err != nil {
-		return Record{}, fmt.Errorf("procinspect/windows: lookup pid %d: %w", pid, err)
+		return Record{}, fmt.Errorf("procinspect/win: lookup pid %d: %w", pid, err)
 	}
 	taken := now()
 	entries, err := walk()
 	if err != nil {
-		return Record{}, fmt.Errorf("procinspect/windows: lookup pid %d: %w", pid, err)
+		return Record{}, fmt.Errorf("procinspect/win: lookup pid %d: %w", pid, err)
 	}
 	var one []Entry
 	for _, e := range entries {
@@ -52,7 +52,7 @@ func Lookup(ctx context.Context, pid int) (Record, error) {
 	}
 	recs, err := Assemble(ctx, one, taken, created)
 	if err != nil {
-		return Record{}, fmt.Errorf("procinspect/windows: lookup pid %d: %w", pid, err)
+		return Record{}, fmt.Errorf("procinspect/win: lookup pid %d: %w", pid, err)
 	}
 	return Pick(recs, pid)
 }
@@ -64,12 +64,12 @@ func Lookup(ctx context.Context, pid int) (Record, error) {
 // checked.
 func Alive(ctx context.Context, pid int, start uint64) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("procinspect/windows: alive pid %d: %w", pid, err)
+		return false, fmt.Errorf("procinspect/win: alive pid %d: %w", pid, err)
 	}
 	c, exited, err := probe(pid)
 	ok, err := Judge(start, err, c, exited)
 	if err != nil {
-		return false, fmt.Errorf("procinspect/windows: alive pid %d: %w", pid, err)
+		return false, fmt.Errorf("procinspect/win: alive pid %d: %w", pid, err)
 	}
 	return ok, nil
 }

@@ -1,4 +1,4 @@
-package windows
+package win
 
 import (
 	"context"
@@ -40,11 +40,11 @@ func (r Record) Zombie() bool { return r.Threads == 0 && r.Pid != 0 }
 
 // ErrNotFound is wrapped by the error of a lookup of a process that does not exist (or
 // exited before it could be read), and by the error an opener returns for one.
-var ErrNotFound = errors.New("procinspect/windows: no such process")
+var ErrNotFound = errors.New("procinspect/win: no such process")
 
 // ErrNoObject is the StartErr of pid 0, the System Idle Process, which has no process
 // object to open and so no creation time.
-var ErrNoObject = errors.New("procinspect/windows: pid 0 (System Idle Process) has no process object")
+var ErrNoObject = errors.New("procinspect/win: pid 0 (System Idle Process) has no process object")
 
 // Assemble joins the entries of one Toolhelp32 walk with the creation times that created
 // reads (one call per process, in entry order), into the records of a snapshot:
@@ -93,7 +93,7 @@ func Pick(recs []Record, pid int) (Record, error) {
 			return r, nil
 		}
 	}
-	return Record{}, fmt.Errorf("procinspect/windows: pid %d: %w", pid, ErrNotFound)
+	return Record{}, fmt.Errorf("procinspect/win: pid %d: %w", pid, ErrNotFound)
 }
 
 // Judge is Alive's answer from what opening the process gave: the error of the opening

@@ -1,5 +1,10 @@
-// Package windows reads the Windows process table: one Toolhelp32 walk per read, and the
+// Package win reads the Windows process table: one Toolhelp32 walk per read, and the
 // creation time of each process from its process object.
+//
+// It is the Windows counterpart of packages procinspect/linux and procinspect/darwin, named
+// win rather than windows so that its test binary (windows.test) does not clash with
+// subprocess/windows's where the test binaries of every package are built into one
+// directory (go test -c -o DIR/ ./..., as make vet does).
 //
 // The assembly of what the walk and the process objects answer ([Assemble], [Judge]) is
 // plain Go and builds everywhere, so it is tested on any OS. The readers ([Snapshot],
@@ -50,4 +55,4 @@
 // A process that exited while a handle still holds its object has no threads; if the walk
 // lists it (cntThreads 0), Record.Zombie reports it. Wine 8.0's walk leaves such processes
 // out altogether.
-package windows
+package win
