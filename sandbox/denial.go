@@ -64,7 +64,7 @@ func (r *Report) LikelyDenial(stderrTail []byte, exitCode int) string {
 	if len(r.NetworkRefused) > 0 && exitCode != 0 {
 		hosts := make([]string, 0, len(r.NetworkRefused))
 		for _, n := range r.NetworkRefused {
-			host, _, _ := strings.Cut(n, ": ")
+			host, _, _ := strings.Cut(n, " ")
 			hosts = append(hosts, host)
 		}
 		return "sandbox: the network allow-list refused " + strings.Join(hosts, ", ") + "; allow a host with --allow HOST (Policy.Allow)"

@@ -240,9 +240,10 @@ type Report struct {
 	Network string
 	// Allow and Deny are the allow-list's patterns (NetworkAllowList).
 	Allow, Deny []string
-	// NetworkRefused lists the connections the allow-list proxy refused, one "HOST:PORT:
-	// reason (N times)" each; the caller that runs the proxy fills it in once the program has
-	// ended (subprocess does).
+	// NetworkRefused lists the connections the allow-list proxy refused, one line each that
+	// starts with HOST:PORT and a space, with a count when more than one ("pypi.org:443 is not
+	// in the network allow-list (add --allow pypi.org) (2 times)"); the caller that runs the proxy
+	// fills it in once the program has ended (subprocess does).
 	NetworkRefused []string
 	// Writable are the writable roots as resolved (absolute, links resolved).
 	Writable []string

@@ -125,7 +125,7 @@ func TestLikelyDenial(t *testing.T) {
 	}
 
 	// A Report names the hosts its allow-list refused, when the program failed.
-	rep := &Report{NetworkRefused: []string{"pypi.org:443: subkit proxy: pypi.org:443 is not in the network allow-list (add --allow pypi.org) (2 times)"}}
+	rep := &Report{NetworkRefused: []string{"pypi.org:443 is not in the network allow-list (add --allow pypi.org) (2 times)"}}
 	require.Equal(t, "sandbox: the network allow-list refused pypi.org:443; allow a host with --allow HOST (Policy.Allow)",
 		rep.LikelyDenial([]byte("pip: error\n"), 1))
 	require.Empty(t, rep.LikelyDenial(nil, 0))

@@ -10,10 +10,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/subkit/subkit/internal/netproxy"
 	"github.com/subkit/subkit/sandbox"
 )
+
+// proxyName starts the line a client is given for a refusal ("subkit proxy: pypi.org:443 is
+// not in the network allow-list (add --allow pypi.org)").
+const proxyName = "subkit proxy"
 
 // allowProxy is the allow-list proxy of one sandboxed program (sandbox.NetworkAllowList),
 // served on a Unix socket of the runtime root for the program's life: the sandbox's init
@@ -27,7 +32,7 @@ type allowProxy struct {
 
 // startProxy starts the proxy of pol's allow-list; op and name make its errors.
 func (s *Service) startProxy(op, name string, pol *sandbox.Policy) (*allowProxy, error) {
-	p, err := netproxy.New(netproxy.Config{Allow: pol.Allow, Deny: pol.Deny, Name: "subkit proxy"})
+	p, err := netproxy.New(netproxy.Config{Allow: pol.Allow, Deny: pol.Deny, Name: proxyName})
 	if err != nil {
 		kind := ErrSystem
 		if errors.Is(err, netproxy.ErrInvalid) {
@@ -63,9 +68,11 @@ func (a *allowProxy) end(log *slog.Logger, rep *sandbox.Report) *sandbox.Report 
 	}
 	out := *rep
 	for _, r := range a.p.Refused() {
-		out.NetworkRefused = append(out.NetworkRefused, fmt.Sprintf("%s: %s (%d times)", hostPort(r.Host, r.Port), r.Reason, r.Count))
+		line := strings.TrimPrefix(r.Reason, proxyName+": ")
+		if r.Count > 1 {
+			line += fmt.Sprintf(" (%d times)", r.Count)
+		}
+		out.NetworkRefused = append(out.NetworkRefused, line)
 	}
 	return &out
 }
-
-func hostPort(host string, port int) string { return net.JoinHostPort(host, fmt.Sprint(port)) }

@@ -80,7 +80,7 @@ type sandboxOutput struct {
 	Hidden         []string `json:"hidden" jsonschema:"the hidden paths that exist"`
 	Allow          []string `json:"allow,omitempty" jsonschema:"network allow: the host patterns allowed"`
 	Deny           []string `json:"deny,omitempty" jsonschema:"network allow: the host patterns refused"`
-	NetworkRefused []string `json:"network_refused,omitempty" jsonschema:"network allow: the connections the proxy refused (host:port: reason (N times)); add a host with --allow HOST"`
+	NetworkRefused []string `json:"network_refused,omitempty" jsonschema:"network allow: the connections the proxy refused, a line each (host:port and why, N times); add a host with --allow HOST"`
 	Unenforced     []string `json:"unenforced" jsonschema:"parts of the policy this machine could not enforce"`
 }
 

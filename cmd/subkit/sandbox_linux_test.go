@@ -214,23 +214,10 @@ func TestSandboxNetworkAllowFlags(t *testing.T) {
 }
 
 // hostHTTP serves "ALLOWED-BODY" over HTTP on an address of this host other than loopback
-// (which the sandbox's proxy refuses unless named exactly, and which NO_PROXY leaves out) until
-// the test ends, and returns its host:port; it skips the test on a host with loopback only.
+// until the test ends, and returns its host:port.
 func hostHTTP(t *testing.T) string {
 	t.Helper()
-	var ip string
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			ip = n.IP.String()
-		}
-	}
-	if ip == "" {
-		t.Skip("this host has no address but loopback")
-	}
-	l, err := net.Listen("tcp4", ip+":0")
-	require.NoError(t, err)
+	l := testutil.HostListener(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
