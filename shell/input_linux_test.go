@@ -51,6 +51,8 @@ func TestShellWaitingForInput(t *testing.T) {
 				assert.Equal(t, "waiting for input (echo off)", st.Input.Describe())
 			}
 
+			assert.Equal(t, StateWaitingInput, s.Info().State)
+
 			// A Poll with nothing new confirms at once.
 			st, err = s.Poll(ctxT(t, time.Minute), yield)
 			require.NoError(t, err)

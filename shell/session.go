@@ -97,7 +97,7 @@ type Step struct {
 type Info struct {
 	ID       string
 	Pid      int
-	State    State
+	State    State  // as in Step; waiting_for_input while no output came since a Step said so
 	Command  string // the last command
 	ExitCode int    // as in Step: the last command's status, or the shell's once it exited
 	Cwd      string
@@ -132,6 +132,9 @@ type Session struct {
 	inflight   sync.WaitGroup // calls past the closed check
 
 	watch inputWatch // when the foreground waits for input; used by the call holding the turn
+	// waitedAt is 1 + the terminal offset at which a Step last said waiting_for_input, or 0
+	// after input was typed: Info says waiting_for_input while no output came since.
+	waitedAt atomic.Int64
 
 	rmu     sync.Mutex // the reader's state
 	sc      *scanner
@@ -741,6 +744,7 @@ func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) 
 			off, at := s.rawOffset()
 			p, next := s.watch.look(ctx, time.Now(), off, at, s.inspectForeground)
 			if p != nil {
+				s.waitedAt.Store(off + 1)
 				return s.step(op, ctx, p)
 			}
 			if next > 0 {
@@ -934,12 +938,17 @@ func (s *Session) Info() Info {
 	}
 	s.catchUp()
 	exited := s.shellExited()
+	s.rmu.Lock()
+	off := s.off
+	s.rmu.Unlock()
 	s.mu.Lock()
 	in := Info{ID: s.id, Pid: s.term.Pid(), Command: s.command, Cwd: s.cwd, ExitCode: s.status,
 		Idle: time.Since(time.Unix(0, s.usedAt.Load()))}
 	switch {
 	case exited:
 		in.State = StateExited
+	case s.waiting && s.waitedAt.Load() == off+1:
+		in.State, in.ExitCode = StateWaitingInput, -1
 	case s.waiting:
 		in.State, in.ExitCode = StateRunning, -1
 	default:
@@ -1028,6 +1037,7 @@ func (s *Session) input(ctx context.Context, p []byte) (sent bool, err error) {
 	defer func() { // what was typed may change what the foreground does
 		off, _ := s.rawOffset()
 		s.watch.reset(time.Now(), off)
+		s.waitedAt.Store(0)
 	}()
 	done := make(chan error, 1)
 	s.writers.Add(1)

@@ -482,6 +482,15 @@ func TestShellSandboxed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateCompleted, st.State)
 	assert.Equal(t, 130, st.ExitCode)
+
+	// A confined program waiting at a password prompt is seen as one.
+	st, err = s.Run(ctxT(t, time.Minute), `read -rs -p "Password: " x`, waitYield)
+	require.NoError(t, err)
+	require.Equal(t, waitingState, st.State)
+	if st.Input != nil {
+		assert.True(t, st.Input.EchoOff)
+		assert.Equal(t, "Password: ", st.Input.Prompt)
+	}
 }
 
 // Every process a closed session started is gone: a job, a nohup'd one, a setsid child and a

@@ -17,7 +17,7 @@ type shellOpenIn struct{}
 type shellInfoOut struct {
 	ID       string `json:"id" jsonschema:"the session's id, for the other shell_ tools"`
 	Pid      int    `json:"pid" jsonschema:"the shell's pid"`
-	State    string `json:"state" jsonschema:"completed (at its prompt), running (a command still runs) or exited"`
+	State    string `json:"state" jsonschema:"completed (at its prompt), waiting_for_input (the foreground program reads the terminal), running (a command still runs) or exited"`
 	Command  string `json:"command" jsonschema:"the last command"`
 	ExitCode *int   `json:"exit_code" jsonschema:"the last command's status (the shell's once it exited); null while running"`
 	Cwd      string `json:"cwd" jsonschema:"the shell's working directory at its last prompt"`
