@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,20 +57,11 @@ func TestTreeWindows(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(out, "    cmd.exe\n"), "%s", out)
 
 	// subkit.exe tree PID as a process of its own.
-	exe, env := os.Getenv(subkitExeVar), os.Environ()
-	if exe == "" {
-		var err error
-		exe, err = os.Executable()
-		require.NoError(t, err)
-		env = append(env, asCLIVar+"=1")
-	}
-	t.Logf("subkit tree as a process of its own: %s", exe)
-	cmd := exec.Command(exe, "tree", "--json", pid)
-	cmd.Env = env
+	cmd := subkitCommand(t, "tree", "--json", pid)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
-	require.NoError(t, err, "%s: %s", exe, stderr.String())
+	require.NoError(t, err, "%s: %s", cmd.Path, stderr.String())
 	fromExe := decode[[]treeEntry](t, string(stdout))
 	checkTreeEntries(t, tr, fromExe)
 	assert.Equal(t, entries, fromExe, "both read the same tree")
@@ -116,4 +109,73 @@ func checkTreeEntries(t *testing.T, tr *proctest.Tree, entries []treeEntry) {
 		}
 		start[e.Pid] = e.Start
 	}
+}
+
+// process_tree of `subkit mcp` on Windows, over stdio from a real server process (subkit.exe
+// mcp, or the test binary as it): the tree of a given pid with depths, and by default the
+// server's own.
+func TestTreeWindowsMcp(t *testing.T) {
+	tr := proctest.Start(t, "1,c1", "-test.run=TestTreeNode")
+	require.Len(t, tr.Procs, 4)
+
+	cmd := subkitCommand(t, "mcp")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "stderr: %s", &stderr)
+	defer func() {
+		assert.NoError(t, sess.Close())
+		assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "subkit mcp's exit status; stderr: %s", &stderr)
+	}()
+	call := func(args map[string]any) (string, processTreeOut) {
+		t.Helper()
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "process_tree", Arguments: args})
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Content)
+		text := res.Content[0].(*mcp.TextContent).Text
+		require.False(t, res.IsError, "%s", text)
+		b, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		var out processTreeOut
+		require.NoError(t, json.Unmarshal(b, &out))
+		return text, out
+	}
+
+	text, tree := call(map[string]any{"pid": tr.Root})
+	assert.Equal(t, tr.Root, tree.Root)
+	require.Len(t, tree.Processes, 4)
+	for i, p := range tree.Processes {
+		want, ok := tr.Procs[p.Pid]
+		require.True(t, ok, "%d is not of the tree", p.Pid)
+		assert.Equal(t, want.PPid, p.PPid)
+		assert.True(t, strings.EqualFold(want.Name, p.Comm), "%q, want %q", p.Comm, want.Name)
+		assert.Equal(t, i, p.Depth, "a chain: root, node, cmd.exe, node")
+		assert.NotZero(t, p.Start)
+	}
+	assert.True(t, strings.HasPrefix(text, "PID      PPID     COMMAND\n"), "%s", text)
+	assert.Contains(t, text, "    cmd.exe\n")
+
+	_, self := call(map[string]any{})
+	assert.Equal(t, cmd.Process.Pid, self.Root)
+	require.NotEmpty(t, self.Processes)
+	assert.Equal(t, cmd.Process.Pid, self.Processes[0].Pid)
+}
+
+// subkitCommand is subkit.exe with args: the cross-built one that subkitExeVar names, else
+// the test binary as the CLI.
+func subkitCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, env := os.Getenv(subkitExeVar), os.Environ()
+	if exe == "" {
+		var err error
+		exe, err = os.Executable()
+		require.NoError(t, err)
+		env = append(env, asCLIVar+"=1")
+	}
+	t.Logf("subkit as a process of its own: %s", exe)
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	return cmd
 }
