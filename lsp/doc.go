@@ -62,7 +62,8 @@
 // Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
 // with back-off (its open documents re-opened on the new server with their versions and texts),
 // gives up with a *RestartLimitError after PoolConfig.MaxRestarts restarts within
-// PoolConfig.RestartWindow, and shuts them all down at once. Start and NewPool take the
+// PoolConfig.RestartWindow, ends one server on request (Evict) or once it has been idle for
+// PoolConfig.IdleTimeout, and shuts them all down at once. Start and NewPool take the
 // caller's *subprocess.Service and never close it.
 //
 // Call takes a context: when it ends first, the client sends $/cancelRequest and returns. When

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/subkit/subkit/subprocess"
@@ -37,6 +38,10 @@ type PoolConfig struct {
 	// doubles it, up to MaxBackoff. 0 means DefaultBackoff and DefaultMaxBackoff.
 	Backoff    time.Duration
 	MaxBackoff time.Duration
+	// IdleTimeout, when positive, ends a server that no Get and no Server call has used for
+	// that long (Evict): its processes end and its documents are forgotten; the next Get of
+	// its key starts a new one. 0 keeps servers until Evict or Shutdown.
+	IdleTimeout time.Duration
 	// StartTimeout bounds each start of a server (spawn, initialize, and re-opening its
 	// documents); 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -103,6 +108,8 @@ type Pool struct {
 	servers map[Key]*Server
 	closed  bool
 
+	idleWake chan struct{} // wakes the idle janitor when a server is added; nil without IdleTimeout
+
 	shutOnce sync.Once
 	shutErr  error
 	shutDone chan struct{}
@@ -113,8 +120,8 @@ func NewPool(svc *subprocess.Service, cfg PoolConfig) (*Pool, error) {
 	switch {
 	case svc == nil:
 		return nil, fmt.Errorf("lsp: NewPool needs a *subprocess.Service (%w)", subprocess.ErrInvalid)
-	case cfg.RestartWindow < 0, cfg.Backoff < 0, cfg.MaxBackoff < 0, cfg.StartTimeout < 0:
-		return nil, fmt.Errorf("lsp: PoolConfig: RestartWindow/Backoff/MaxBackoff/StartTimeout negative; use 0 for the default (%w)", subprocess.ErrInvalid)
+	case cfg.RestartWindow < 0, cfg.Backoff < 0, cfg.MaxBackoff < 0, cfg.StartTimeout < 0, cfg.IdleTimeout < 0:
+		return nil, fmt.Errorf("lsp: PoolConfig: RestartWindow/Backoff/MaxBackoff/StartTimeout/IdleTimeout negative; use 0 for the default (%w)", subprocess.ErrInvalid)
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = DefaultMaxRestarts
@@ -135,8 +142,141 @@ func NewPool(svc *subprocess.Service, cfg PoolConfig) (*Pool, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Pool{svc: svc, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		servers: map[Key]*Server{}, shutDone: make(chan struct{})}, nil
+	p := &Pool{svc: svc, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		servers: map[Key]*Server{}, shutDone: make(chan struct{})}
+	if cfg.IdleTimeout > 0 {
+		p.idleWake = make(chan struct{}, 1)
+		p.wg.Add(1)
+		go p.janitor()
+	}
+	return p, nil
+}
+
+// ErrNoServer: Evict named a key the pool holds no server for.
+var ErrNoServer = errors.New("lsp: no server of that key in the pool")
+
+// Evict ends the server of key and takes it out of the pool: its processes are shut down
+// (as Client.Shutdown does) and its documents forgotten; callers holding it get ErrClosed,
+// and the next Get of key starts a new server. It waits, bounded by ctx, until the server is
+// gone (the ending goes on after ctx ends; Server.Done says when it is over). It fails with
+// ErrNoServer when the pool holds no such server, ErrClosed after Shutdown.
+func (p *Pool) Evict(ctx context.Context, key Key) error {
+	if p == nil || p.svc == nil {
+		return fmt.Errorf("lsp: Pool.Evict: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+	}
+	if ctx == nil {
+		return fmt.Errorf("lsp: Pool.Evict: nil context (%w)", subprocess.ErrInvalid)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("lsp: Pool.Evict %s: %w", key, ErrClosed)
+	}
+	s := p.servers[key]
+	if s != nil {
+		delete(p.servers, key)
+		s.startEnd()
+	}
+	p.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("lsp: Pool.Evict %s: %w", key, ErrNoServer)
+	}
+	return s.waitEnd(ctx)
+}
+
+// startEnd begins ending s, once: the supervisor stops, then every client it started is
+// closed. Call it with p.mu held (the pool's WaitGroup counts the ending).
+func (s *Server) startEnd() {
+	s.endOnce.Do(func() {
+		s.cancel()
+		s.p.wg.Add(1)
+		go func() {
+			defer s.p.wg.Done()
+			<-s.supDone
+			var mu sync.Mutex
+			var errs []error
+			var all sync.WaitGroup
+			for _, c := range s.clients() {
+				all.Go(func() {
+					if err := c.Close(); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("lsp: pool: %s: %w", s.key, err))
+						mu.Unlock()
+					}
+				})
+			}
+			all.Wait()
+			s.endErr = errors.Join(errs...)
+			close(s.ended)
+		}()
+	})
+}
+
+func (s *Server) waitEnd(ctx context.Context) error {
+	select {
+	case <-s.ended:
+		return s.endErr
+	case <-ctx.Done():
+		return fmt.Errorf("lsp: ending server %s: %w", s.key, ctx.Err())
+	}
+}
+
+// Done is closed once the server has been taken out of the pool (Evict, the idle limit,
+// Shutdown) and its processes are gone.
+func (s *Server) Done() <-chan struct{} {
+	if s == nil || s.ended == nil {
+		return closedDone()
+	}
+	return s.ended
+}
+
+func closedDone() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+func (s *Server) touch() { s.lastUse.Store(time.Now().UnixNano()) }
+
+// janitor evicts the servers left idle for PoolConfig.IdleTimeout. It sleeps until the
+// earliest moment one may have become idle.
+func (p *Pool) janitor() {
+	defer p.wg.Done()
+	t := time.NewTimer(p.cfg.IdleTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.idleWake:
+		case <-t.C:
+		}
+		now := time.Now()
+		next := p.cfg.IdleTimeout
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		for key, s := range p.servers {
+			idle := now.Sub(time.Unix(0, s.lastUse.Load()))
+			if idle >= p.cfg.IdleTimeout {
+				delete(p.servers, key)
+				s.startEnd()
+				p.log.Info("lsp: pool: ending an idle server", "server", key.String(), "idle", idle)
+				continue
+			}
+			next = min(next, p.cfg.IdleTimeout-idle)
+		}
+		p.mu.Unlock()
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(next)
+	}
 }
 
 // KeyOf returns the key cfg has in a pool running on svc.
@@ -179,11 +319,19 @@ func (p *Pool) Get(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := p.servers[key]
 	if s == nil {
-		s = &Server{p: p, key: key, cfg: cfg, changed: make(chan struct{})}
+		s = &Server{p: p, key: key, cfg: cfg, changed: make(chan struct{}), supDone: make(chan struct{}), ended: make(chan struct{})}
+		s.ctx, s.cancel = context.WithCancel(p.ctx)
 		p.servers[key] = s
 		p.wg.Add(1)
 		go s.supervise()
+		if p.idleWake != nil {
+			select {
+			case p.idleWake <- struct{}{}:
+			default:
+			}
+		}
 	}
+	s.touch()
 	p.mu.Unlock()
 	if _, err := s.Client(ctx); err != nil {
 		return nil, err
@@ -198,6 +346,11 @@ func (p *Pool) Servers() []*Server {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.serverList()
+}
+
+// serverList lists the servers; call it with p.mu held.
+func (p *Pool) serverList() []*Server {
 	out := make([]*Server, 0, len(p.servers))
 	for _, s := range p.servers {
 		out = append(out, s)
@@ -220,25 +373,20 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	p.shutOnce.Do(func() {
 		p.mu.Lock()
 		p.closed = true
+		for _, s := range p.servers {
+			s.startEnd() // no new start; back-off pauses end
+		}
+		servers := p.serverList()
 		p.mu.Unlock()
-		p.cancel() // no new start; back-off pauses end
+		p.cancel()
 		go func() {
-			p.wg.Wait() // every supervisor has ended: no client will be started any more
 			var errs []error
-			var mu sync.Mutex
-			var all sync.WaitGroup
-			for _, s := range p.Servers() {
-				for _, c := range s.clients() {
-					all.Go(func() {
-						if err := c.Close(); err != nil {
-							mu.Lock()
-							errs = append(errs, fmt.Errorf("lsp: pool: %s: %w", s.key, err))
-							mu.Unlock()
-						}
-					})
+			for _, s := range servers {
+				if err := s.waitEnd(context.Background()); err != nil {
+					errs = append(errs, err)
 				}
 			}
-			all.Wait()
+			p.wg.Wait() // the supervisors, the janitor and the evictions under way
 			p.shutErr = errors.Join(errs...)
 			close(p.shutDone)
 		}()
@@ -275,6 +423,14 @@ type Server struct {
 	p   *Pool
 	key Key
 	cfg Config
+
+	ctx     context.Context // ends when the server is evicted or the pool shuts down
+	cancel  context.CancelFunc
+	supDone chan struct{} // closed when the supervisor has returned
+	lastUse atomic.Int64  // UnixNano of the last Get or Client
+	endOnce sync.Once
+	endErr  error
+	ended   chan struct{} // closed once the server is out of the pool and its processes are gone
 
 	mu       sync.Mutex
 	cur      *Client   // the running client; nil while starting
@@ -332,6 +488,7 @@ func (s *Server) Client(ctx context.Context) (*Client, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("lsp: Server.Client: nil context (%w)", subprocess.ErrInvalid)
 	}
+	s.touch()
 	for {
 		s.mu.Lock()
 		c, failed, changed := s.cur, s.failed, s.changed
@@ -359,6 +516,7 @@ func (s *Server) Client(ctx context.Context) (*Client, error) {
 func (s *Server) supervise() {
 	p := s.p
 	defer p.wg.Done()
+	defer close(s.supDone)
 	var docs []Document    // to re-open on the next server
 	var starts []time.Time // within the window
 	for {
@@ -368,7 +526,7 @@ func (s *Server) supervise() {
 			s.set(c, nil)
 			select {
 			case <-c.Done():
-			case <-p.ctx.Done():
+			case <-s.ctx.Done():
 				s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
 				return
 			}
@@ -380,7 +538,7 @@ func (s *Server) supervise() {
 			err = c.Err()
 			p.log.Warn("lsp: pool: server crashed", "server", s.key.String(), "err", err)
 		}
-		if p.ctx.Err() != nil {
+		if s.ctx.Err() != nil {
 			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
 			return
 		}
@@ -416,7 +574,7 @@ func (s *Server) supervise() {
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
-		case <-p.ctx.Done():
+		case <-s.ctx.Done():
 			t.Stop()
 			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
 			return
@@ -442,7 +600,7 @@ func retryable(err error) bool {
 
 // start starts a client and re-opens docs on it, with their versions and texts.
 func (s *Server) start(docs []Document) (*Client, error) {
-	ctx, cancel := context.WithTimeout(s.p.ctx, s.p.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.p.cfg.StartTimeout)
 	defer cancel()
 	c, err := Start(ctx, s.p.svc, s.cfg)
 	if err != nil {

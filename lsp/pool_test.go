@@ -176,3 +176,70 @@ func TestPoolCloseConcurrent(t *testing.T) {
 	}
 	assert.Empty(t, testutil.Marked(e.mark))
 }
+
+// Evict ends one server of the pool (its process gone, its documents forgotten) and the next
+// Get starts a new one; the other servers go on.
+func TestPoolEvict(t *testing.T) {
+	e := newEnv(t)
+	pool, err := lsp.NewPool(e.svc, lsp.PoolConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { pool.Close() })
+	ctx := ctxT(t, 60*time.Second)
+	a := lsp.Config{Path: fakeServer, Root: t.TempDir(), Grace: 500 * time.Millisecond}
+	b := lsp.Config{Path: fakeServer, Root: t.TempDir(), Grace: 500 * time.Millisecond}
+	sa, err := pool.Get(ctx, a)
+	require.NoError(t, err)
+	sb, err := pool.Get(ctx, b)
+	require.NoError(t, err)
+	ca, err := sa.Client(ctx)
+	require.NoError(t, err)
+	_, err = sa.Open(ctx, lsp.FileURI(filepath.Join(a.Root, "x.txt")), "plaintext", "x")
+	require.NoError(t, err)
+
+	require.NoError(t, pool.Evict(ctx, sa.Key()))
+	<-sa.Done()
+	<-ca.Done()
+	assert.ErrorIs(t, ca.Err(), lsp.ErrClosed)
+	_, err = sa.Client(ctx)
+	assert.ErrorIs(t, err, lsp.ErrClosed, "a caller still holding the evicted server is told so")
+	assert.ErrorIs(t, pool.Evict(ctx, sa.Key()), lsp.ErrNoServer)
+	assert.Len(t, pool.Servers(), 1)
+
+	again, err := pool.Get(ctx, a)
+	require.NoError(t, err)
+	assert.NotSame(t, sa, again)
+	c2, err := again.Client(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, ca.Pid(), c2.Pid())
+	assert.Empty(t, c2.Documents(), "a new server: the evicted one's documents are forgotten")
+	cb, err := sb.Client(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cb.Call(ctx, "test/echo", 1, nil), "the other server goes on")
+	require.NoError(t, pool.Close())
+	<-again.Done()
+	<-sb.Done()
+	assert.ErrorIs(t, pool.Evict(ctx, sb.Key()), lsp.ErrClosed)
+}
+
+// A server that nobody uses for PoolConfig.IdleTimeout is ended, its process gone.
+func TestPoolIdleTimeout(t *testing.T) {
+	e := newEnv(t)
+	pool, err := lsp.NewPool(e.svc, lsp.PoolConfig{IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { pool.Close() })
+	ctx := ctxT(t, 60*time.Second)
+	idle, err := pool.Get(ctx, lsp.Config{Path: fakeServer, Root: t.TempDir(), Grace: 500 * time.Millisecond})
+	require.NoError(t, err)
+	c, err := idle.Client(ctx)
+	require.NoError(t, err)
+	select {
+	case <-idle.Done():
+	case <-ctx.Done():
+		t.Fatal("the idle server was never ended")
+	}
+	<-c.Done()
+	assert.ErrorIs(t, c.Err(), lsp.ErrClosed)
+	assert.Empty(t, pool.Servers())
+	assert.Empty(t, testutil.Marked(e.mark), "its process is gone")
+	require.NoError(t, pool.Close())
+}
