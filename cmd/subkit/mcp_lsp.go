@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +38,9 @@ func (l *lspState) lock(ctx context.Context) error {
 }
 
 func (l *lspState) unlock() { <-l.sem }
+
+// mcpLspIdle ends a client's language server that none of its calls has used for this long.
+const mcpLspIdle = 30 * time.Minute
 
 // mcpMaxDiagnostics bounds the diagnostics reported per file.
 const mcpMaxDiagnostics = 200

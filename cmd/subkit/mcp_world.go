@@ -57,7 +57,7 @@ func newWorld(s *mcpServer) (*mcpWorld, error) {
 		NewID: func() string { return mcpNewID("sh-") }}); err != nil {
 		return nil, errors.Join(err, w.exec.Close())
 	}
-	if w.pool, err = lsp.NewPool(s.svc, lsp.PoolConfig{Logger: s.log}); err != nil {
+	if w.pool, err = lsp.NewPool(s.svc, lsp.PoolConfig{Logger: s.log, IdleTimeout: mcpLspIdle}); err != nil {
 		return nil, errors.Join(err, w.shells.Close(), w.exec.Close())
 	}
 	return w, nil
