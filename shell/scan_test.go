@@ -24,18 +24,50 @@ func testOwn() ownLines { return newOwnLines(testNonce, testPath, promptCommand(
 // scanAll feeds chunks to a scanner and returns the transcript and the markers, with the
 // transcript offset at which each marker came.
 func scanAll(chunks ...string) (string, []marker, []int) {
-	var out bytes.Buffer
+	out, marks, at, _ := scanScreens(chunks...)
+	return out, marks, at
+}
+
+// recordScreen is a screenSink that writes what it gets, framed: "<on SEQ>", the bytes,
+// "<off SEQ>".
+type recordScreen struct{ b *bytes.Buffer }
+
+func (r recordScreen) on(seq []byte)  { fmt.Fprintf(r.b, "<on %q>", seq) }
+func (r recordScreen) write(p []byte) { r.b.Write(p) }
+func (r recordScreen) off(seq []byte) { fmt.Fprintf(r.b, "<off %q>", seq) }
+
+// scanScreens is scanAll with a screen sink; it also returns what the screen got.
+func scanScreens(chunks ...string) (string, []marker, []int, string) {
+	var out, scr bytes.Buffer
 	var marks []marker
 	var at []int
 	sc := newScanner(testOwn(), func(p []byte) { out.Write(p) }, func(m marker) {
 		marks = append(marks, m)
 		at = append(at, out.Len())
-	}, nil)
+	}, recordScreen{&scr})
 	for _, c := range chunks {
 		sc.feed([]byte(c))
 	}
 	sc.end()
-	return out.String(), marks, at
+	return out.String(), marks, at, scr.String()
+}
+
+// A program's alternate screen goes to the screen sink, from the switch to the switch back or
+// the next marker; the lines around it are output.
+func TestScannerScreen(t *testing.T) {
+	stream := "before\r\n\x1b[?1049h\x1b[H\x1b[2Jdrawn\x1b[?1049l\x1b>after\r\n" +
+		"x\x1b[?47hnever left" + mk(0, "", 1, "/") + "next\r\n"
+	out, marks, _, scr := scanScreens(stream)
+	assert.Equal(t, "before\r\n\x1b>after\r\nxnext\r\n", out)
+	assert.Equal(t, `<on "\x1b[?1049h">`+"\x1b[H\x1b[2Jdrawn\x1b[?1049l"+`<off "\x1b[?1049l">`+
+		`<on "\x1b[?47h">never left<off "">`, scr)
+	assert.Len(t, marks, 1)
+	for i := 0; i <= len(stream); i++ {
+		o, m, _, sc := scanScreens(stream[:i], stream[i:])
+		require.Equal(t, out, o, "cut at %d", i)
+		require.Equal(t, scr, sc, "cut at %d", i)
+		require.Equal(t, marks, m, "cut at %d", i)
+	}
 }
 
 func mk(status int, flags string, seq int, cwdQ string) string {
@@ -139,13 +171,14 @@ func TestScannerOwnLines(t *testing.T) {
 func FuzzScannerSplit(f *testing.F) {
 	f.Add("hello\r\n"+mk(0, "", 1, "/tmp")+"abc", 3)
 	f.Add("\x1b]6973;x\a"+testNonce+"\n"+mk(2, "E", 2, `'/a b'`), 10)
+	f.Add("a\x1b[?1049hdraw\x1b[?1049lb"+mk(0, "", 1, "/"), 7)
 	f.Fuzz(func(t *testing.T, s string, cut int) {
 		if cut < 0 || cut > len(s) {
 			return
 		}
-		o1, m1, a1 := scanAll(s)
-		o2, m2, a2 := scanAll(s[:cut], s[cut:])
-		if o1 != o2 || fmt.Sprint(m1) != fmt.Sprint(m2) || fmt.Sprint(a1) != fmt.Sprint(a2) {
+		o1, m1, a1, s1 := scanScreens(s)
+		o2, m2, a2, s2 := scanScreens(s[:cut], s[cut:])
+		if o1 != o2 || s1 != s2 || fmt.Sprint(m1) != fmt.Sprint(m2) || fmt.Sprint(a1) != fmt.Sprint(a2) {
 			t.Fatalf("cut at %d changes the result: %q %v %v vs %q %v %v", cut, o1, m1, a1, o2, m2, a2)
 		}
 		if strings.Contains(o1, mk(0, "", 1, "/")) {
