@@ -20,13 +20,18 @@ import (
 )
 
 const lspUsage = `usage: subkit lsp [--root DIR] [--open FILE]... [--edit FILE=NEWTEXTFILE]... [--hover FILE:LINE:COL]
+                  [--definition PLACE] [--references PLACE] [--symbols FILE] [--rename PLACE=NEWNAME]
                   [--wait DUR] [--settle DUR] [--settings JSON] [--timeout DUR] [--grace DUR]
                   [--shutdown-timeout DUR] [--exit-timeout DUR] [--json] -- SERVER [ARGS...]
 
 Launches SERVER as a language server over stdio, in a process tree of its own with the root as
 its working directory, stdin/stdout piped and stderr kept as a bounded tail. It runs the
 initialize handshake, opens each --open file (and the --hover file) as version 1, waits for the
-diagnostics of each, asks for the hover, then applies each --edit in order (FILE's whole text
+diagnostics of each, asks for the hover, then for --definition, --references, --symbols and
+--rename (each once the server is ready for the file: it has diagnosed it and ended its
+work-done progress; a PLACE is FILE:LINE:COL or FILE#SYMBOL, the file's symbol of that name or
+its first use as a word; --rename writes the server's edit to disk, checked whole first), then
+applies each --edit in order (FILE's whole text
 becomes NEWTEXTFILE's, as the next version of FILE, which is opened first if no --open named it)
 and waits for the diagnostics of that version. Then it shuts the server down: shutdown (whose
 answer it awaits up to --shutdown-timeout), exit, end of stdin, up to --exit-timeout (10s) for a
@@ -50,6 +55,8 @@ With --json it prints one JSON object:
   {"server_info":{"name","version"},"capabilities":{...},"position_encoding":"utf-16",
    "diagnostic_sets":[{"after":"open"|"edit","uri","version","versioned","diagnostics":[...]}],
    "diagnostics":[{"uri","range","severity","message",...}],"hover":{"contents","range"}|null,
+   "definition":[{"path","line","column","end_line","end_column","text"}],"references":[...],
+   "symbols":[{"name","kind","detail","location","depth","container"}],"rename":{"files","edits"},
    "shutdown":"clean"|"terminated"|"killed"|"crashed","shutdown_error":"...",
    "stderr_tail":"...","stderr":{"tail","total_bytes","truncated","spill_path"}}
 where "diagnostic_sets" has one entry per version waited for (a wait that ran out adds none),
@@ -75,6 +82,10 @@ type lspOutput struct {
 	DiagnosticSets   []lspSet        `json:"diagnostic_sets"`
 	Diagnostics      []lspDiagnostic `json:"diagnostics"`
 	Hover            *lsp.Hover      `json:"hover"`
+	Definition       []locationOut   `json:"definition,omitempty"`
+	References       []locationOut   `json:"references,omitempty"`
+	Symbols          []symbolOut     `json:"symbols,omitempty"`
+	Rename           *lspRenameOut   `json:"rename,omitempty"`
 	Shutdown         string          `json:"shutdown"`
 	ShutdownError    string          `json:"shutdown_error,omitempty"`
 	StderrTail       string          `json:"stderr_tail"`
@@ -154,6 +165,11 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		asJSON    = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&opens, "open", "file to open with textDocument/didOpen (repeatable)")
+	var defArg, refArg, symArg, renameArg string
+	fs.StringVar(&defArg, "definition", "", "FILE:LINE:COL or FILE#SYMBOL: where that symbol is defined")
+	fs.StringVar(&refArg, "references", "", "FILE:LINE:COL or FILE#SYMBOL: every reference to that symbol, its declaration included")
+	fs.StringVar(&symArg, "symbols", "", "FILE: the file's symbols")
+	fs.StringVar(&renameArg, "rename", "", "FILE:LINE:COL=NEWNAME or FILE#SYMBOL=NEWNAME: rename that symbol everywhere, written to disk")
 	fs.Var(&editArgs, "edit", "FILE=NEWTEXTFILE: replace FILE's text with NEWTEXTFILE's, as its next version (repeatable, in order)")
 	fail := func(kind string, code int, err error) int {
 		if *asJSON {
@@ -313,6 +329,9 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			stepErr = fmt.Errorf("hover %s: %w", *hoverArg, err)
 		}
 	}
+	if stepErr == nil {
+		stepErr = lspNavigate(session, c, &out, lspNavArgs{definition: defArg, references: refArg, symbols: symArg, rename: renameArg, wait: *wait}, open)
+	}
 	for _, e := range edits {
 		if stepErr != nil {
 			break
@@ -386,6 +405,139 @@ func lspFailure(ctx context.Context, err error) *lspError {
 	return &lspError{Kind: kind, Message: err.Error()}
 }
 
+// lspNavArgs are the navigation flags of subkit lsp.
+type lspNavArgs struct {
+	definition, references, symbols, rename string
+	wait                                    time.Duration
+}
+
+// lspNavigate runs the navigation flags: each file is opened (as --open does) and the server
+// waited for until ready (bounded by --wait), then asked.
+func lspNavigate(ctx context.Context, c *lsp.Client, out *lspOutput, a lspNavArgs, open func(string) (string, int, error)) error {
+	root := c.Root()
+	ready := func(file string) (string, []byte, error) {
+		uri, _, err := open(file)
+		if err != nil {
+			return "", nil, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, a.wait)
+		defer cancel()
+		if err := c.WaitReady(wctx, uri); err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return "", nil, fmt.Errorf("the server was not ready within --wait %v: %w", a.wait, err)
+			}
+			return "", nil, err
+		}
+		d, _ := c.Document(uri)
+		return uri, []byte(d.Text), nil
+	}
+	place := func(spec string) (string, lsp.Position, error) {
+		file, symbol, bySymbol := strings.Cut(spec, "#")
+		var line, col int
+		if !bySymbol {
+			h, err := parseHoverAt(spec)
+			if err != nil {
+				return "", lsp.Position{}, fmt.Errorf("%q: want FILE:LINE:COL or FILE#SYMBOL", spec)
+			}
+			file, line, col = h.file, h.line, h.col
+		}
+		uri, text, err := ready(file)
+		if err != nil {
+			return "", lsp.Position{}, err
+		}
+		if bySymbol {
+			syms, _ := c.DocumentSymbols(ctx, uri)
+			if s, ok := findSymbol(syms, symbol); ok {
+				return uri, s.SelectionRange.Start, nil
+			}
+			off := wordIndex(text, symbol)
+			if off < 0 {
+				return "", lsp.Position{}, fmt.Errorf("symbol %q does not appear as a word in %s", symbol, file)
+			}
+			pos, err := lsp.OffsetToPosition(text, off, c.PositionEncoding())
+			return uri, pos, err
+		}
+		pos, err := lsp.PositionIn(text, line, col, c.PositionEncoding())
+		return uri, pos, err
+	}
+	at := &lspAt{c: c, root: root}
+	if a.definition != "" {
+		uri, pos, err := place(a.definition)
+		if err == nil {
+			var locs []lsp.Location
+			if locs, err = c.Definition(ctx, uri, pos); err == nil {
+				out.Definition, _ = at.locations(locs)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("definition %s: %w", a.definition, err)
+		}
+	}
+	if a.references != "" {
+		uri, pos, err := place(a.references)
+		if err == nil {
+			var locs []lsp.Location
+			if locs, err = c.References(ctx, uri, pos, true); err == nil {
+				slices.SortStableFunc(locs, func(x, y lsp.Location) int {
+					return cmp.Or(strings.Compare(x.URI, y.URI), cmp.Compare(x.Range.Start.Line, y.Range.Start.Line),
+						cmp.Compare(x.Range.Start.Character, y.Range.Start.Character))
+				})
+				out.References, _ = at.locations(locs)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("references %s: %w", a.references, err)
+		}
+	}
+	if a.symbols != "" {
+		uri, _, err := ready(a.symbols)
+		var syms []lsp.DocumentSymbol
+		if err == nil {
+			syms, err = c.DocumentSymbols(ctx, uri)
+		}
+		if err != nil {
+			return fmt.Errorf("symbols %s: %w", a.symbols, err)
+		}
+		out.Symbols = []symbolOut{}
+		texts := map[string][]byte{}
+		var walk func(list []lsp.DocumentSymbol, depth int, container string)
+		walk = func(list []lsp.DocumentSymbol, depth int, container string) {
+			for _, s := range list {
+				out.Symbols = append(out.Symbols, symbolOut{Name: s.Name, Kind: s.Kind.String(), Detail: s.Detail, Depth: depth, Container: container,
+					Location: at.location(lsp.Location{URI: uri, Range: s.SelectionRange}, texts)})
+				walk(s.Children, depth+1, s.Name)
+			}
+		}
+		walk(syms, 0, "")
+	}
+	if a.rename != "" {
+		i := strings.LastIndexByte(a.rename, '=')
+		if i <= 0 || i == len(a.rename)-1 {
+			return fmt.Errorf("rename %q: want FILE:LINE:COL=NEWNAME or FILE#SYMBOL=NEWNAME", a.rename)
+		}
+		uri, pos, err := place(a.rename[:i])
+		var edit lsp.WorkspaceEdit
+		if err == nil {
+			edit, err = c.Rename(ctx, uri, pos, a.rename[i+1:])
+		}
+		if err == nil {
+			out.Rename = &lspRenameOut{Files: []string{}}
+			for _, op := range edit.Ops() {
+				out.Rename.Edits += len(op.Edits)
+			}
+			var res lsp.EditResult
+			res, err = c.ApplyEdit(ctx, edit)
+			for _, p := range res.Files() {
+				out.Rename.Files = append(out.Rename.Files, relPath(root, p))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("rename %s: %w", a.rename, err)
+		}
+	}
+	return nil
+}
+
 // lspDefaultWait is --wait's default: a cold tsserver on a loaded machine takes 10-15s to
 // publish its first diagnostics.
 const lspDefaultWait = 60 * time.Second
@@ -455,6 +607,26 @@ func printLsp(stdout, stderr io.Writer, asJSON bool, out lspOutput, texts map[st
 	}
 	if out.Hover != nil {
 		fmt.Fprintf(stdout, "hover:\n%s\n", out.Hover.Text())
+	}
+	for _, l := range []struct {
+		what string
+		locs []locationOut
+	}{{"definition", out.Definition}, {"references", out.References}} {
+		if l.locs != nil {
+			fmt.Fprintf(stdout, "%s:\n%s", l.what, renderLocations(l.what, l.locs, 0))
+		}
+	}
+	if out.Symbols != nil {
+		fmt.Fprintln(stdout, "symbols:")
+		for _, sy := range out.Symbols {
+			fmt.Fprintf(stdout, "%s%s %s  %s:%d:%d\n", strings.Repeat("  ", sy.Depth), sy.Kind, sy.Name, sy.Location.Path, sy.Location.Line, sy.Location.Column)
+		}
+	}
+	if out.Rename != nil {
+		for _, f := range out.Rename.Files {
+			fmt.Fprintf(stdout, "renamed in %s\n", f)
+		}
+		fmt.Fprintf(stdout, "rename: %d edit(s) in %d file(s), written to disk\n", out.Rename.Edits, len(out.Rename.Files))
 	}
 	if out.Shutdown != "" {
 		fmt.Fprintf(stdout, "shutdown: %s\n", out.Shutdown)

@@ -384,3 +384,54 @@ func findRepoTool(t *testing.T, envVar, rel, install string) string {
 	t.Fatalf("%s not found: run `make tools` or set %s", rel, envVar)
 	return ""
 }
+
+// --definition, --references, --symbols and --rename on gopls across two files: byte
+// columns, the line's text, and a rename written to disk after which the module builds.
+func TestLspGoplsNavigation(t *testing.T) {
+	gopls := findGoplsForCLI(t)
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local")
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module example.com/hello\n\ngo 1.26\n",
+		"lib.go":  "package main\n\n// Greet greets.\nfunc Greet(name string) string { return \"hi \" + name }\n",
+		"main.go": "package main\n\nfunc main() {\n\tprintln(Greet(\"ü\"), Greet(\"y\"))\n}\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))
+	}
+	main, lib := filepath.Join(root, "main.go"), filepath.Join(root, "lib.go")
+	slow := []string{"--grace", "20s", "--shutdown-timeout", "30s"}
+	code, out, errOut := lspCLI(t, append(append([]string{"lsp", "--json", "--root", root, "--definition", main + ":4:10",
+		"--references", lib + "#Greet", "--symbols", lib}, slow...), "--", gopls)...)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, out)
+	o := lspDecode(t, out)
+	def := locationOut{Path: "lib.go", Line: 4, Column: 6, EndLine: 4, EndColumn: 11, Text: `func Greet(name string) string { return "hi " + name }`}
+	assert.Equal(t, []locationOut{def}, o.Definition)
+	require.Len(t, o.References, 3)
+	assert.Equal(t, def, o.References[0])
+	assert.Equal(t, locationOut{Path: "main.go", Line: 4, Column: 23, EndLine: 4, EndColumn: 28, Text: `println(Greet("ü"), Greet("y"))`}, o.References[2],
+		"byte columns after a two-byte character")
+	require.Len(t, o.Symbols, 1)
+	assert.Equal(t, "Greet", o.Symbols[0].Name)
+	assert.Equal(t, "function", o.Symbols[0].Kind)
+	assert.Equal(t, "clean", o.Shutdown)
+
+	code, text, errOut := lspCLI(t, append(append([]string{"lsp", "--root", root, "--rename", main + "#Greet=Salute"}, slow...), "--", gopls)...)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, text)
+	assert.Contains(t, text, "renamed in lib.go\n")
+	assert.Contains(t, text, "renamed in main.go\n")
+	for _, f := range []string{main, lib} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "Salute(")
+		assert.NotContains(t, string(b), "Greet(")
+	}
+	vet := exec.Command("go", "vet", "./...")
+	vet.Dir = root
+	b, err := vet.CombinedOutput()
+	assert.NoError(t, err, "go vet after the rename: %s", b)
+
+	code, _, errOut = lspCLI(t, "lsp", "--root", root, "--definition", main+"#Nope", "--", gopls)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, `symbol "Nope" does not appear`)
+}
