@@ -12,11 +12,12 @@
 //
 // # The read
 //
-// Snapshot and Lookup take a system time stamp, then walk CreateToolhelp32Snapshot
-// (TH32CS_SNAPPROCESS) with Process32First and Process32Next, which give for each process
-// its pid, its parent's pid (th32ParentProcessID), its thread count (cntThreads) and the
-// executable's file name (szExeFile: "cmd.exe", not the path). The walk holds no creation
-// time, so each process is then opened with PROCESS_QUERY_LIMITED_INFORMATION and its
+// Snapshot and Lookup take a precise system time stamp (GetSystemTimePreciseAsFileTime),
+// then walk CreateToolhelp32Snapshot (TH32CS_SNAPPROCESS) with Process32First and
+// Process32Next, which give for each process its pid, its parent's pid
+// (th32ParentProcessID), its thread count (cntThreads) and the executable's file name
+// (szExeFile: "cmd.exe", not the path). The walk holds no creation time, so each process
+// is then opened with PROCESS_QUERY_LIMITED_INFORMATION and its
 // creation time read with GetProcessTimes: the FILETIME (100-nanosecond intervals since
 // 1601-01-01 UTC) the kernel stamped at creation and never changes, which is the start token
 // of an Identity on Windows. It is the same value package subprocess/windows records for the

@@ -103,10 +103,13 @@ func walk() ([]Entry, error) {
 	return entries, nil
 }
 
-// now is the system time as a FILETIME, the clock creation times are stamped from.
+// now is the system time as a FILETIME, the clock creation times are stamped from. It is
+// the precise reading: GetSystemTimeAsFileTime gives the time of the last clock tick (up to
+// 15.6 ms ago), which can be earlier than the creation time of a process started since,
+// and Assemble would then take that live process for one whose pid was reused.
 func now() uint64 {
 	var ft xwin.Filetime
-	xwin.GetSystemTimeAsFileTime(&ft)
+	xwin.GetSystemTimePreciseAsFileTime(&ft)
 	return filetime(ft)
 }
 
