@@ -346,3 +346,43 @@ func TestGoplsFollowsTheDisk(t *testing.T) {
 		})
 	}
 }
+
+// Clean, broken, clean again at once: clangd and tsserver publish nothing for the last text
+// (they checked it already), and the client answers it at once from the first answer.
+func TestRevertRealServers(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the test servers are installed on Linux and macOS")
+	}
+	for _, srv := range []realServer{realServers[2], realServers[3]} {
+		t.Run(srv.name, func(t *testing.T) {
+			cfg := srv.find(t)
+			cfg.Grace, cfg.ShutdownTimeout = 20*time.Second, 30*time.Second
+			e := newEnv(t)
+			root := t.TempDir()
+			fixed := strings.Replace(srv.bad, srv.fixFrom, srv.fixTo, 1)
+			path := writeFile(t, root, srv.file, fixed)
+			cfg.Root = root
+			c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			uri := lsp.FileURI(path)
+			v1, err := c.Open(ctxT(t, 10*time.Second), uri, lsp.LanguageID(path), fixed)
+			require.NoError(t, err)
+			set, err := c.Diagnostics(ctxT(t, 90*time.Second), uri, v1)
+			require.NoError(t, err)
+			require.Empty(t, set.Diagnostics, "%+v", set)
+			_, err = c.Change(ctxT(t, 10*time.Second), uri, lsp.TextChange{Text: srv.bad})
+			require.NoError(t, err)
+			v3, err := c.Change(ctxT(t, 10*time.Second), uri, lsp.TextChange{Text: fixed})
+			require.NoError(t, err)
+			set, err = c.Diagnostics(ctxT(t, 60*time.Second), uri, v3)
+			require.NoError(t, err)
+			assert.Empty(t, set.Diagnostics, "%+v", set)
+			assert.GreaterOrEqual(t, set.Version, v3)
+			t.Logf("%s: the reverted text answered (reused %v)", srv.name, set.Reused)
+			exit, err := c.Shutdown(ctxT(t, 60*time.Second))
+			require.NoError(t, err)
+			assert.Equal(t, lsp.EndedClean, exit.Ended)
+		})
+	}
+}
