@@ -75,9 +75,10 @@ type Config struct {
 	FileEventSettle time.Duration
 	// WatchFiles, when set, watches the workspace root for changes on disk (fsnotify: inotify,
 	// kqueue, ReadDirectoryChangesW) and sends them with FilesChanged: bursts gathered over
-	// 30ms, every directory watched but .git, .hg, .svn, node_modules, __pycache__ and .venv,
-	// at most 8192 directories. SyncFiles waits until what the watcher saw has been sent.
-	// Without it the server learns of disk changes only from FilesChanged and SyncFiles.
+	// 30ms, every directory watched but .git, .hg, .svn, node_modules, __pycache__, .venv
+	// and .cache, at most 8192 directories. SyncFiles waits until what the watcher saw has
+	// been sent. Without it the server learns of disk changes only from FilesChanged and
+	// SyncFiles.
 	WatchFiles bool
 
 	// OnNotification receives every notification from the server except $/cancelRequest, in

@@ -152,8 +152,9 @@ func (c *Client) watched(events []FileEvent) []FileEvent {
 	return out
 }
 
-// Directories the watcher of Config.WatchFiles does not descend into.
-var unwatchedDirs = []string{".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv"}
+// Directories the watcher of Config.WatchFiles does not descend into (.cache: clangd writes
+// its background index there, inside the root).
+var unwatchedDirs = []string{".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".cache"}
 
 // maxWatchedDirs bounds the directories one watcher watches.
 const maxWatchedDirs = 8192
