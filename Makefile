@@ -14,13 +14,15 @@ FUZZTIME ?= 3s
 test: deps fmt-check vet generate-check unit fuzz test-windows
 
 # Debian packages of the tests, installed with apt-get (one apt-get update for all) only when
-# missing: python3-matplotlib, for the coderuntime test of a real plot, and bubblewrap, the
-# sandbox's second backend. A failed install leaves those tests skipped, saying why.
+# missing: python3-matplotlib, for the coderuntime test of a real plot, bubblewrap, the
+# sandbox's second backend, and curl, the client of the network allow-list tests. A failed
+# install leaves those tests skipped, saying why.
 deps: tools
 	$(GO) mod download
 	@missing=""; \
 	dpkg -s python3-matplotlib >/dev/null 2>&1 || missing="$$missing python3-matplotlib"; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	if [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } || \
 			echo "make deps:$$missing not installed; TestSessionMatplotlibFigure and the bwrap backend's sandbox tests will skip"; \
