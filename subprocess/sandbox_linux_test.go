@@ -106,6 +106,9 @@ func TestSandboxPerSpec(t *testing.T) {
 // proxy (found by curl through HTTP_PROXY) and nothing else; the Result's Report lists what the
 // proxy refused, and nothing of the proxy outlives the program, under the guard too.
 func TestSandboxNetworkAllowList(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl here (make deps installs it)")
+	}
 	l := testutil.HostListener(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
 	go srv.Serve(l)

@@ -217,6 +217,9 @@ func TestSandboxNetworkAllowFlags(t *testing.T) {
 // until the test ends, and returns its host:port.
 func hostHTTP(t *testing.T) string {
 	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl here (make deps installs it)")
+	}
 	l := testutil.HostListener(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ALLOWED-BODY\n") })}
 	go srv.Serve(l)
