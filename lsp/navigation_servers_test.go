@@ -199,3 +199,64 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// gopls: Formatting's edits, applied as a WorkspaceEdit, leave the file gofmt-clean; the
+// organize-imports action removes an unused import; completion and type definition answer.
+func TestGoplsFormattingAndCodeActions(t *testing.T) {
+	gopls := findGopls(t)
+	e := newEnv(t)
+	root := t.TempDir()
+	writeFile(t, root, "go.mod", "module example.com/hello\n\ngo 1.26\n")
+	const messy = "package main\nimport \"fmt\"\ntype T struct{ N int }\nfunc main() {\nvar t T\n  fmt.Println( t.N )\n}\n"
+	path := writeFile(t, root, "main.go", messy)
+	cfg := lsp.WithPreset(lsp.Config{Path: gopls, Root: root, Env: []string{"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"},
+		Grace: 20 * time.Second, ShutdownTimeout: 30 * time.Second})
+	c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "main.go")
+	require.NoError(t, err)
+	require.NoError(t, c.WaitReady(ctxT(t, 60*time.Second), uri))
+
+	edits, err := c.Formatting(ctxT(t, 30*time.Second), uri, lsp.FormattingOptions{TabSize: 8})
+	require.NoError(t, err)
+	require.NotEmpty(t, edits)
+	_, err = c.ApplyEdit(ctxT(t, 30*time.Second), lsp.WorkspaceEdit{Changes: map[string][]lsp.TextEdit{uri: edits}})
+	require.NoError(t, err)
+	formatted, err := os.ReadFile(path)
+	require.NoError(t, err)
+	gofmt := exec.Command("gofmt", "-l", path)
+	out, err := gofmt.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, string(out), "gofmt has nothing left to do:\n%s", formatted)
+
+	text := string(formatted)
+	at, err := lsp.OffsetToPosition(formatted, strings.Index(text, "t.N")+2, c.PositionEncoding())
+	require.NoError(t, err)
+	list, err := c.Completion(ctxT(t, 30*time.Second), uri, at)
+	require.NoError(t, err)
+	assert.True(t, slices.ContainsFunc(list.Items, func(it lsp.CompletionItem) bool { return it.Label == "N" }), "%+v", list.Items)
+	varAt, err := lsp.OffsetToPosition(formatted, strings.Index(text, "var t")+4, c.PositionEncoding())
+	require.NoError(t, err)
+	types, err := c.TypeDefinition(ctxT(t, 30*time.Second), uri, varAt)
+	require.NoError(t, err)
+	require.Len(t, types, 1)
+	assert.Equal(t, strings.Count(text[:strings.Index(text, "type T")], "\n"), types[0].Range.Start.Line, "where type T is")
+
+	// An unused import: organizing the imports removes it.
+	_, err = c.Change(ctxT(t, 10*time.Second), uri, lsp.TextChange{Text: strings.Replace(text, "import \"fmt\"", "import (\n\t\"fmt\"\n\t\"os\"\n)", 1)})
+	require.NoError(t, err)
+	doc, _ := c.Document(uri)
+	set, err := c.Diagnostics(ctxT(t, 60*time.Second), uri, doc.Version)
+	require.NoError(t, err)
+	require.NotEmpty(t, set.Diagnostics, "%+v", set)
+	actions, err := c.CodeActions(ctxT(t, 30*time.Second), uri, set.Diagnostics[0].Range, set.Diagnostics, "source.organizeImports")
+	require.NoError(t, err)
+	i := slices.IndexFunc(actions, func(a lsp.CodeAction) bool { return a.Kind == "source.organizeImports" && a.Edit != nil })
+	require.GreaterOrEqual(t, i, 0, "organize imports, with its edit: %+v", actions)
+	_, err = c.ApplyEdit(ctxT(t, 30*time.Second), *actions[i].Edit)
+	require.NoError(t, err)
+	fixed, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(fixed), `"os"`, "%s", fixed)
+}
