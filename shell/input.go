@@ -60,12 +60,12 @@ var errNoProbe = errors.New("no input probe on this platform")
 // holds the session's turn; it lasts across calls, so a Poll after a waiting Step confirms at
 // once.
 type inputWatch struct {
-	settle time.Duration
-	off    int64     // the terminal's output offset when last looked at
-	quiet  time.Time // since when the output has been quiet (and nothing was typed)
-	cand   *probe    // a blocked probe within this quiet, waiting for its confirmation
-	retry  time.Duration
-	off2   bool // probes are not possible here: the watch is off
+	settle  time.Duration
+	off     int64     // the terminal's output offset when last looked at
+	quiet   time.Time // since when the output has been quiet (and nothing was typed)
+	cand    *probe    // a blocked probe within this quiet, waiting for its confirmation
+	retry   time.Duration
+	noProbe bool // probes are not possible on this platform: the watch is off
 }
 
 // maxRetry bounds the back-off between probes of a group that does not read the terminal.
@@ -104,7 +104,7 @@ func (w *inputWatch) look(ctx context.Context, now time.Time, off int64, outAt t
 	p, err := inspect(ctx)
 	if err != nil {
 		if errors.Is(err, errNoProbe) {
-			w.off2 = true
+			w.noProbe = true
 			return nil, 0
 		}
 		p = probe{}

@@ -740,7 +740,7 @@ func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) 
 			break
 		}
 		var lookC <-chan time.Time
-		if !s.watch.off2 {
+		if !s.watch.noProbe {
 			off, at := s.rawOffset()
 			p, next := s.watch.look(ctx, time.Now(), off, at, s.inspectForeground)
 			if p != nil {
