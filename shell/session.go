@@ -102,6 +102,8 @@ type Info struct {
 	ExitCode int    // as in Step: the last command's status, or the shell's once it exited
 	Cwd      string
 	Idle     time.Duration // since the session was last used (Run, Write, Poll, Interrupt)
+	// TranscriptPath is the file that holds the transcript (Session.TranscriptPath), or "".
+	TranscriptPath string
 }
 
 // Session is one interactive bash on a terminal of its own, for a model to type into: a cd,
@@ -943,7 +945,7 @@ func (s *Session) Info() Info {
 	s.rmu.Unlock()
 	s.mu.Lock()
 	in := Info{ID: s.id, Pid: s.term.Pid(), Command: s.command, Cwd: s.cwd, ExitCode: s.status,
-		Idle: time.Since(time.Unix(0, s.usedAt.Load()))}
+		Idle: time.Since(time.Unix(0, s.usedAt.Load())), TranscriptPath: s.TranscriptPath()}
 	switch {
 	case exited:
 		in.State = StateExited

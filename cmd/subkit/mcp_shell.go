@@ -22,11 +22,14 @@ type shellInfoOut struct {
 	ExitCode *int   `json:"exit_code" jsonschema:"the last command's status (the shell's once it exited); null while running"`
 	Cwd      string `json:"cwd" jsonschema:"the shell's working directory at its last prompt"`
 	IdleMs   int64  `json:"idle_ms" jsonschema:"milliseconds since the session was last used"`
+	// TranscriptPath is where the session's whole transcript is, on the server's machine.
+	TranscriptPath string `json:"transcript_path,omitempty" jsonschema:"the file holding the session's whole transcript (its first 64 MiB) on the server's machine, while the session is open; shell_read reads it by offset"`
 }
 
 // shellInfoOf is in as a client sees it, under its id for the session.
 func shellInfoOf(id string, in shell.Info) shellInfoOut {
-	out := shellInfoOut{ID: id, Pid: in.Pid, State: string(in.State), Command: in.Command, Cwd: in.Cwd, IdleMs: in.Idle.Milliseconds()}
+	out := shellInfoOut{ID: id, Pid: in.Pid, State: string(in.State), Command: in.Command, Cwd: in.Cwd, IdleMs: in.Idle.Milliseconds(),
+		TranscriptPath: in.TranscriptPath}
 	if in.State != shell.StateRunning && in.ExitCode >= 0 {
 		code := in.ExitCode
 		out.ExitCode = &code
@@ -167,8 +170,12 @@ func (s *mcpServer) addShellTools(server *mcp.Server) {
 			return "", shellInfoOut{}, shellError("", err)
 		}
 		info := shellInfoOf(sess.ID(), sess.Info())
-		return fmt.Sprintf("[opened shell session %s (pid %d) in %s; run commands with shell_run {\"id\":%q,\"command\":...}]\n",
-			info.ID, info.Pid, info.Cwd, info.ID), info, nil
+		text := fmt.Sprintf("[opened shell session %s (pid %d) in %s; run commands with shell_run {\"id\":%q,\"command\":...}]\n",
+			info.ID, info.Pid, info.Cwd, info.ID)
+		if info.TranscriptPath != "" {
+			text += fmt.Sprintf("[its whole transcript goes to %s; shell_read reads it by offset]\n", info.TranscriptPath)
+		}
+		return text, info, nil
 	})
 	addTool(s, server, &mcp.Tool{Name: "shell_run", Title: "Run a command in a shell session",
 		Description: "Runs a command line in a shell session and waits until it finishes, waits for input, or yield_ms passes; " +

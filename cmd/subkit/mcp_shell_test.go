@@ -15,9 +15,11 @@ import (
 func TestMcpShellReadTranscript(t *testing.T) {
 	c := mcpStart(t, "inprocess")
 	var info shellInfoOut
-	c.callOK(t, "shell_open", map[string]any{}, &info)
+	text := c.callOK(t, "shell_open", map[string]any{}, &info)
+	require.NotEmpty(t, info.TranscriptPath)
+	assert.Contains(t, text, "its whole transcript goes to "+info.TranscriptPath)
 	var st shellStepOut
-	text := c.callOK(t, "shell_run", map[string]any{"id": info.ID,
+	text = c.callOK(t, "shell_run", map[string]any{"id": info.ID,
 		"command": `for i in $(seq 1 10000); do echo "line $i"; done; echo "ERROR: the one line"; for i in $(seq 10001 20000); do echo "line $i"; done`}, &st)
 	require.Equal(t, "completed", st.State)
 	require.Positive(t, st.Omitted)
