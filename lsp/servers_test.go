@@ -309,10 +309,12 @@ func TestGoplsFollowsTheDisk(t *testing.T) {
 			writeFile(t, root, "go.mod", "module example.com/hello\n\ngo 1.26\n")
 			lib := writeFile(t, root, "lib.go", "package main\n\nfunc Foo() int { return 1 }\n")
 			writeFile(t, root, "main.go", "package main\n\nfunc main() { println(Foo()) }\n")
-			c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, lsp.Config{
+			// FileEventSettle: every step here changes main.go's diagnostics, so gopls always
+			// republishes; a long settle keeps a loaded machine from taking the held set first.
+			c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, lsp.WithPreset(lsp.Config{
 				Path: gopls, Root: root, WatchFiles: watch, Grace: 20 * time.Second, ShutdownTimeout: 30 * time.Second,
-				Env: []string{"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"},
-			})
+				Env: []string{"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}, FileEventSettle: 30 * time.Second,
+			}))
 			require.NoError(t, err)
 			t.Cleanup(func() { c.Close() })
 			uri, err := c.OpenFile(ctxT(t, 10*time.Second), "main.go")
