@@ -25,7 +25,6 @@ const proxyName = "subkit proxy"
 // passes the program's connections on to it.
 type allowProxy struct {
 	p      *netproxy.Proxy
-	l      net.Listener
 	sock   string
 	served chan error // Serve's error, once it returned
 }
@@ -43,11 +42,11 @@ func (s *Service) startProxy(op, name string, pol *sandbox.Policy) (*allowProxy,
 	var id [6]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	sock := filepath.Join(s.root, "px-"+hex.EncodeToString(id[:])+".sock")
-	l, err := net.Listen("unix", sock)
+	l, err := net.Listen("unix", sock) // in the runtime root, which only this user can enter
 	if err != nil {
-		return nil, &Error{Op: op, Name: name, Kind: ErrSystem, Err: fmt.Errorf("sandbox network allow-list: %w", err)}
+		return nil, &Error{Op: op, Name: name, Kind: ErrSystem, Err: errors.Join(fmt.Errorf("sandbox network allow-list: %w", err), p.Close())}
 	}
-	a := &allowProxy{p: p, l: l, sock: sock, served: make(chan error, 1)}
+	a := &allowProxy{p: p, sock: sock, served: make(chan error, 1)}
 	go func() { a.served <- p.Serve(context.Background(), l) }()
 	return a, nil
 }
