@@ -3,6 +3,7 @@ package shell
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,11 @@ func TestShellBusyIsNotWaiting(t *testing.T) {
 func TestShellNestedShells(t *testing.T) {
 	s := newSession(t)
 	tmp := t.TempDir()
-	run(t, s, "export HOME="+t.TempDir()) // no startup file of the host's user in the new shells
+	run(t, s, "export HOME="+t.TempDir())                       // no startup file of the host's user in the new shells
+	level := strings.TrimSpace(run(t, s, "echo $SHLVL").Output) // the session's: its environment's plus one
+	n, err := strconv.Atoi(level)
+	require.NoError(t, err, "SHLVL %q", level)
+	nested := strconv.Itoa(n+1) + "\n"
 	st := run(t, s, "exec bash")
 	assert.Equal(t, 0, st.ExitCode)
 	require.NotEmpty(t, st.Notes)
@@ -138,22 +143,22 @@ func TestShellNestedShells(t *testing.T) {
 	st = run(t, s, "cd "+tmp+"; false")
 	assert.Equal(t, 1, st.ExitCode)
 	assert.Equal(t, tmp, st.Cwd)
-	assert.Equal(t, "2\n", run(t, s, "echo $SHLVL").Output)
+	assert.Equal(t, level+"\n", run(t, s, "echo $SHLVL").Output, "exec keeps the level")
 
 	st = run(t, s, "bash")
 	assert.Equal(t, 0, st.ExitCode)
 	st = run(t, s, "echo $SHLVL; cd /; (exit 5)")
-	assert.Equal(t, "3\n", st.Output)
+	assert.Equal(t, nested, st.Output)
 	assert.Equal(t, 5, st.ExitCode)
 	assert.Equal(t, "/", st.Cwd)
 	st = run(t, s, "exit 3")
 	assert.Equal(t, 3, st.ExitCode, "the nested shell's status, from the shell before it")
 	assert.Equal(t, tmp, st.Cwd)
 	st = run(t, s, "echo $SHLVL; pwd")
-	assert.Equal(t, "2\n"+tmp+"\n", st.Output)
+	assert.Equal(t, level+"\n"+tmp+"\n", st.Output)
 
 	lookPath(t, "sh")
-	st, err := s.Run(ctxT(t, time.Minute), "sh", time.Minute)
+	st, err = s.Run(ctxT(t, time.Minute), "sh", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, StateWaitingInput, st.State, "%+v", st)
 	assert.Equal(t, "sh", st.Input.Comm)
