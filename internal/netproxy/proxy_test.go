@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,8 +71,11 @@ func TestAllowedGoClient(t *testing.T) {
 	}
 	for i, want := range []struct{ host, via string }{{"pkg.test", "http"}, {"tls.test", "connect"}, {"pkg.test", "socks5"}} {
 		r := recs[i]
+		// Windows (Wine too) resets a connection closed with data unread, as the TLS client's
+		// tunnel may be: the relay then records the client's reset.
+		clientReset := runtime.GOOS == "windows" && want.via == "connect" && strings.Contains(r.Error, "reset by peer")
 		if r.Host != want.host || r.Via != want.via || r.Verdict != VerdictAllowed || !strings.HasPrefix(r.Reason, "allowed by ") ||
-			r.BytesDown == 0 || !strings.HasPrefix(r.Addr, "127.0.0.1:") || r.Error != "" || r.Start.IsZero() || r.End.IsZero() {
+			r.BytesDown == 0 || !strings.HasPrefix(r.Addr, "127.0.0.1:") || (r.Error != "" && !clientReset) || r.Start.IsZero() || r.End.IsZero() {
 			t.Errorf("record %d: %+v", i, r)
 		}
 	}
