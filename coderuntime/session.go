@@ -541,15 +541,35 @@ func (s *procSession) interrupt(k *kernel, c *cellState) bool {
 	if err != nil {
 		return false
 	}
-	select {
-	case <-answered:
-		return isClosed(c.replied)
-	case <-k.dead:
-	case <-k.h.Done():
-	case <-ctx.Done():
+	// node's SIGINT watchdog takes a signal that lands just as a cell's synchronous part ends,
+	// and neither the cell nor the driver sees it: node gets it again until it answers (the
+	// driver ignores a SIGINT between cells). python3's driver sees every one.
+	var again <-chan time.Time
+	if s.lang == Node {
+		t := time.NewTicker(resendInterrupt)
+		defer t.Stop()
+		again = t.C
 	}
-	return false
+	for {
+		select {
+		case <-answered:
+			return isClosed(c.replied)
+		case <-again:
+			if err := k.h.Signal(os.Interrupt); err != nil {
+				s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)
+			}
+			continue
+		case <-k.dead:
+		case <-k.h.Done():
+		case <-ctx.Done():
+		}
+		return false
+	}
 }
+
+// resendInterrupt is how often node is sent SIGINT again while an interrupted cell has not
+// ended.
+const resendInterrupt = 500 * time.Millisecond
 
 // Restart replaces the interpreter; see Session.Restart.
 func (s *procSession) Restart(ctx context.Context) error {
