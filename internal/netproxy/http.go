@@ -23,6 +23,28 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.forward(w, r)
 }
 
+// admit checks the destination t of an HTTP request made at start, records it, and answers a
+// refusal (403) or a failed resolution (502) itself; ok says the request goes on, with its plan
+// and its record's entry.
+func (s *server) admit(w http.ResponseWriter, r *http.Request, t target, via string, start time.Time) (pl plan, e *entry, ok bool) {
+	pl = s.p.check(r.Context(), t)
+	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: via, Start: start}
+	if pl.refused {
+		rec.Verdict = VerdictRefused
+		rec.Reason = s.p.refusal(pl.reason)
+		s.p.log.finish(s.p.log.add(rec), "", nil)
+		s.answer(w, r, http.StatusForbidden, pl.reason)
+		return pl, nil, false
+	}
+	e = s.p.log.add(rec)
+	if pl.failed {
+		s.p.log.finish(e, "", errors.New(pl.reason))
+		s.answer(w, r, http.StatusBadGateway, pl.reason)
+		return pl, nil, false
+	}
+	return pl, e, true
+}
+
 // connect serves a CONNECT request: the check, the dial, then the tunnel.
 func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -31,19 +53,8 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusBadRequest, "bad CONNECT target: "+err.Error())
 		return
 	}
-	pl := s.p.check(r.Context(), t)
-	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: "connect", Start: start}
-	if pl.refused {
-		rec.Verdict = VerdictRefused
-		rec.Reason = s.p.refusal(pl.reason)
-		s.p.log.finish(s.p.log.add(rec), "", nil)
-		s.answer(w, r, http.StatusForbidden, pl.reason)
-		return
-	}
-	e := s.p.log.add(rec)
-	if pl.failed {
-		s.p.log.finish(e, "", errors.New(pl.reason))
-		s.answer(w, r, http.StatusBadGateway, pl.reason)
+	pl, e, ok := s.admit(w, r, t, "connect", start)
+	if !ok {
 		return
 	}
 	dc, err := s.p.dial(r.Context(), pl)
@@ -134,19 +145,8 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusBadRequest, "bad request target: "+err.Error())
 		return
 	}
-	pl := s.p.check(r.Context(), t)
-	rec := Record{Host: t.host, Port: t.port, Verdict: VerdictAllowed, Reason: pl.reason, Via: "http", Start: start}
-	if pl.refused {
-		rec.Verdict = VerdictRefused
-		rec.Reason = s.p.refusal(pl.reason)
-		s.p.log.finish(s.p.log.add(rec), "", nil)
-		s.answer(w, r, http.StatusForbidden, pl.reason)
-		return
-	}
-	e := s.p.log.add(rec)
-	if pl.failed {
-		s.p.log.finish(e, "", errors.New(pl.reason))
-		s.answer(w, r, http.StatusBadGateway, pl.reason)
+	pl, e, ok := s.admit(w, r, t, "http", start)
+	if !ok {
 		return
 	}
 	ctx := context.WithValue(r.Context(), planKey{}, pl)
