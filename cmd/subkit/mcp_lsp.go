@@ -102,6 +102,23 @@ type lspGroup struct {
 	files []int // indexes into the input
 }
 
+// lspRoot is the workspace root a language-server tool names (its directory, absolute; the
+// server's working directory when empty), after checking it and the server's argv.
+func (w *mcpWorld) lspRoot(root string, server []string) (string, error) {
+	if root == "" {
+		root = w.s.cwd
+	} else if !filepath.IsAbs(root) {
+		root = filepath.Join(w.s.cwd, root)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("root %s is not a directory", root)
+	}
+	if len(server) > 0 && server[0] == "" {
+		return "", errors.New("server: the first word is the program and must not be empty")
+	}
+	return root, nil
+}
+
 func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequest, in lspDiagnosticsIn) (string, lspDiagnosticsOut, error) {
 	refuse := func(format string, args ...any) (string, lspDiagnosticsOut, error) {
 		return "", lspDiagnosticsOut{}, fmt.Errorf("[request refused: "+format+"]", args...)
@@ -117,17 +134,9 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 	if err != nil {
 		return refuse("%v", err)
 	}
-	root := in.Root
-	if root == "" {
-		root = w.s.cwd
-	} else if !filepath.IsAbs(root) {
-		root = filepath.Join(w.s.cwd, root)
-	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return refuse("root %s is not a directory", root)
-	}
-	if len(in.Server) > 0 && in.Server[0] == "" {
-		return refuse("server: the first word is the program and must not be empty")
+	root, err := w.lspRoot(in.Root, in.Server)
+	if err != nil {
+		return refuse("%v", err)
 	}
 	paths := make([]string, len(in.Files))
 	texts := make([][]byte, len(in.Files))

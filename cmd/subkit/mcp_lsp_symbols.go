@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -133,17 +132,9 @@ func (w *mcpWorld) lspSession(ctx context.Context, in lspAtIn, need bool, fn fun
 	if err != nil {
 		return refuse("%v", err)
 	}
-	root := in.Root
-	if root == "" {
-		root = w.s.cwd
-	} else if !filepath.IsAbs(root) {
-		root = filepath.Join(w.s.cwd, root)
-	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return refuse("root %s is not a directory", root)
-	}
-	if len(in.Server) > 0 && in.Server[0] == "" {
-		return refuse("server: the first word is the program and must not be empty")
+	root, err := w.lspRoot(in.Root, in.Server)
+	if err != nil {
+		return refuse("%v", err)
 	}
 	at := &lspAt{root: root, argv: in.Server}
 	var path string
