@@ -608,17 +608,26 @@ func (s *Session) Interrupt(ctx context.Context, yield time.Duration) (Step, err
 	return s.call("interrupt", ctx, yield, nil, s.interrupt)
 }
 
-// interrupt is Interrupt once the call is admitted.
-func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) {
-	const op = "interrupt"
+// idleStep is the Step of a signalling verb when there is nothing to signal (the shell has
+// exited, or no command runs); idle says so.
+func (s *Session) idleStep(op string, ctx context.Context) (st Step, idle bool, err error) {
 	s.mu.Lock()
 	waiting := s.waiting
 	s.mu.Unlock()
-	if s.shellExited() || !waiting {
-		st, err := s.step(op, ctx, nil)
-		if err == nil && st.State == StateCompleted {
-			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
-		}
+	if !s.shellExited() && waiting {
+		return Step{}, false, nil
+	}
+	st, err = s.step(op, ctx, nil)
+	if err == nil && st.State == StateCompleted {
+		st.Notes = append(st.Notes, "nothing was running: no signal was sent")
+	}
+	return st, true, err
+}
+
+// interrupt is Interrupt once the call is admitted.
+func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) {
+	const op = "interrupt"
+	if st, idle, err := s.idleStep(op, ctx); idle {
 		return st, err
 	}
 	if err := s.term.SignalForeground(ctx, os.Interrupt); err != nil {
@@ -644,14 +653,7 @@ func (s *Session) TerminateForeground(ctx context.Context, yield time.Duration) 
 // terminateForeground is TerminateForeground once the call is admitted.
 func (s *Session) terminateForeground(ctx context.Context, y time.Duration) (Step, error) {
 	const op = "terminate foreground"
-	s.mu.Lock()
-	waiting := s.waiting
-	s.mu.Unlock()
-	if s.shellExited() || !waiting {
-		st, err := s.step(op, ctx, nil)
-		if err == nil && st.State == StateCompleted {
-			st.Notes = append(st.Notes, "nothing was running: no signal was sent")
-		}
+	if st, idle, err := s.idleStep(op, ctx); idle {
 		return st, err
 	}
 	fg, err := s.term.Foreground(ctx)
