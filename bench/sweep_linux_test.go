@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // sweepProcs is the number of unrelated live processes row 11 runs among.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/darwin"
+	"github.com/subkit/subkit/internal/inspect/darwin"
 )
 
 // The conversions of the macOS reader's answers, in plain Go so they are tested on any OS;

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/subkit/subkit/procinspect/darwin"
+	"github.com/subkit/subkit/internal/inspect/darwin"
 )
 
 func TestFromDarwin(t *testing.T) {

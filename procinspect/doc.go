@@ -33,13 +33,13 @@
 // processes that escaped a tree by an environment cookie it planted.
 //
 // On Linux the package reads /proc directly (see package
-// github.com/subkit/subkit/procinspect/linux): one directory listing and one
+// github.com/subkit/subkit/internal/inspect/linux): one directory listing and one
 // small read per process, many times cheaper than general-purpose libraries.
 // On macOS each Snapshot, Lookup or Alive makes one sysctl kern.proc read, no
-// process spawned (see package github.com/subkit/subkit/procinspect/darwin).
+// process spawned (see package github.com/subkit/subkit/internal/inspect/darwin).
 // On Windows Snapshot and Lookup make one Toolhelp32 walk and open each process
 // they report for its creation time, and Alive opens the one process (see
-// package github.com/subkit/subkit/procinspect/win); Windows has no process
+// package internal/inspect/win); Windows has no process
 // groups or sessions, so [Table.Session] and [Table.Group] find nothing useful
 // there, and [Environ] is not implemented.
 // Elsewhere every call fails with an error wrapping [ErrUnsupported].

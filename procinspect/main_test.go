@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/subkit/subkit/procinspect/proctest"
+	"github.com/subkit/subkit/internal/proctest"
 )
 
 func TestMain(m *testing.M) {

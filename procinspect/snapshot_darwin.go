@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/darwin"
+	"github.com/subkit/subkit/internal/inspect/darwin"
 )
 
 // Snapshot reads the whole process table once.
 //
-// On macOS it makes one sysctl kern.proc.all read (see package procinspect/darwin) and
+// On macOS it makes one sysctl kern.proc.all read (see internal/inspect/darwin) and
 // then reads each live process's session id with getsid(2); Sid is -1 for a process that
 // exited in between and for a zombie.
 func Snapshot(ctx context.Context) (*Table, error) {

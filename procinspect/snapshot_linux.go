@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/linux"
+	"github.com/subkit/subkit/internal/inspect/linux"
 )
 
 // Snapshot reads the whole process table once.

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/inspect/linux"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/procinspect/linux"
 )
 
 // cookieName marks every process these tests start, so TestMain can prove

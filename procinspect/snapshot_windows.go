@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/win"
+	"github.com/subkit/subkit/internal/inspect/win"
 )
 
 // Snapshot reads the whole process table once.
 //
 // On Windows it walks the Toolhelp32 process list once and opens each process for its
-// creation time (see package procinspect/win): a process that exited in between is left
+// creation time (see package internal/inspect/win): a process that exited in between is left
 // out, and one that cannot be opened (a protected process, another user's) is kept with
 // Start 0.
 func Snapshot(ctx context.Context) (*Table, error) {

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	xwin "golang.org/x/sys/windows"
 
+	"github.com/subkit/subkit/internal/proctest"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/procinspect/proctest"
 )
 
 // leftoverProcesses lists the live descendants of this test binary.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/subkit/subkit/procinspect/win"
+	"github.com/subkit/subkit/internal/inspect/win"
 )
 
 // The conversions of the Windows reader's answers, in plain Go so they are tested on any OS;

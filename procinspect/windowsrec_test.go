@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/subkit/subkit/procinspect/win"
+	"github.com/subkit/subkit/internal/inspect/win"
 )
 
 func TestFromWindows(t *testing.T) {

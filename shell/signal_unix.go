@@ -7,8 +7,8 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 var (

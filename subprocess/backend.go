@@ -9,7 +9,7 @@ import (
 	"github.com/subkit/subkit/procinspect"
 )
 
-// backend is the seam to the per-OS process-tree code (subprocess/posix, subprocess/windows).
+// backend is the seam to the per-OS process-tree code (internal/posix, internal/windows).
 type backend interface {
 	envRules() envRules
 	pathRules() pathRules

@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	winproc "github.com/subkit/subkit/internal/windows"
 	"github.com/subkit/subkit/procinspect"
-	winproc "github.com/subkit/subkit/subprocess/windows"
 )
 
-// windowsBackend puts every tree in a job object of its own (subprocess/windows): the leader
+// windowsBackend puts every tree in a job object of its own (internal/windows): the leader
 // starts suspended, joins its job, and is resumed. Where Windows refuses the job, the tree is
 // ended with taskkill /T /F behind a pid + creation-time fence. Terminal support is absent.
 // The leader is waited for as os/exec does (WaitForSingleObject on a thread of its own); the

@@ -10,8 +10,8 @@ import (
 	"os/exec"
 	"sync"
 
-	"github.com/subkit/subkit/subprocess/guard"
-	"github.com/subkit/subkit/subprocess/posix"
+	"github.com/subkit/subkit/internal/guard"
+	"github.com/subkit/subkit/internal/posix"
 )
 
 // guardKeeper runs the Service's guard, and a new one when it has died.

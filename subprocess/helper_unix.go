@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/subkit/subkit/internal/guard"
 	"github.com/subkit/subkit/sandbox"
-	"github.com/subkit/subkit/subprocess/guard"
 )
 
 const helperRoleVar = guard.RoleVar

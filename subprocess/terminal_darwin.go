@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/subkit/subkit/subprocess/posix"
+	"github.com/subkit/subkit/internal/posix"
 )
 
 // ptyMaster returns the master to read and write the terminal through, taking over f.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/subkit/subkit/subprocess/posix"
+	"github.com/subkit/subkit/internal/posix"
 )
 
 func isBlocking(t *testing.T, f *os.File) bool {

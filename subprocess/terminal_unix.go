@@ -16,9 +16,9 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/sandbox"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // Terminal is a program running on a pty of its own, as session leader. All methods are

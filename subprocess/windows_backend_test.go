@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	xwin "golang.org/x/sys/windows"
 
-	winproc "github.com/subkit/subkit/subprocess/windows"
+	winproc "github.com/subkit/subkit/internal/windows"
 )
 
 // These run on Windows, and under Wine through `make test-windows`.

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/subkit/subkit/procinspect/proctest"
+	"github.com/subkit/subkit/internal/proctest"
 )
 
 // TestTreeNode is where the nodes of the tree tests' process trees run: the test binary

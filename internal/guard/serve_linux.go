@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // HostVar names the environment variable through which the host tells its guard its pid: a

@@ -11,7 +11,7 @@ import (
 
 	xwin "golang.org/x/sys/windows"
 
-	"github.com/subkit/subkit/subprocess/windows/internal/winapi"
+	"github.com/subkit/subkit/internal/windows/winapi"
 )
 
 // SysProcAttr returns the attributes Attach expects: the leader starts suspended, so it can

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/inspect/linux"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/procinspect/linux"
 )
 
 const canReadEnviron = true

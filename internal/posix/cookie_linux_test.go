@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/internal/inspect/linux"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/procinspect/linux"
 )
 
 // noGroup is a process group id no process is in: a Find given it skips nothing.

@@ -5,8 +5,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/inspect/linux"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/procinspect/linux"
 )
 
 // census remembers what a cookie sweep needs of every process it has seen.

@@ -11,8 +11,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // RoleVar names the environment variable that makes a helper binary act as a guard.

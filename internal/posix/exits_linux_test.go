@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // One ExitSet learns of many exits, each once and unreaped, and reaps on request only what has

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/subkit/subkit/procinspect/proctest"
+	"github.com/subkit/subkit/internal/proctest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 func TestMain(m *testing.M) {

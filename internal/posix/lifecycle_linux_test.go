@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/subprocess/posix"
 )
 
 // A model test of a Tree's lifecycle against the real process table. Each input is a script
