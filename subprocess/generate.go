@@ -1,9 +1,9 @@
 package subprocess
 
-//go:generate go run ../gen/platform -pkg subprocess -readme ../README.md
+//go:generate go run ../gen/platform -pkg subprocess -doc ../docs/platform.md
 
 // level is how far a capability is supported on this build's platform (see the generated
-// zplatform_*.go files and the README's matrix).
+// zplatform_*.go files and the matrix of docs/platform.md).
 type level int
 
 const (
@@ -22,7 +22,7 @@ func (l level) String() string {
 	return "no"
 }
 
-// Support is one capability of the README's support matrix as this build's platform has it.
+// Support is one capability of the support matrix (docs/platform.md) as this build's platform has it.
 type Support struct {
 	Capability string // e.g. "terminals"
 	Level      string // "yes", "best effort" or "no"

@@ -90,7 +90,7 @@ func (e *TerminateError) Error() string {
 }
 
 // SpawnTerminal starts spec's program on a new pty. It fails with ErrUnsupported where the
-// platform has no terminals (see the README's matrix).
+// platform has no terminals (see docs/platform.md).
 func (s *Service) SpawnTerminal(ctx context.Context, spec TerminalSpec) (*Terminal, error) {
 	if err := s.valid("spawn terminal"); err != nil {
 		return nil, err

@@ -1,5 +1,5 @@
 // Command platform turns the platform support table below into per-OS constants
-// (zplatform_<os>.go in the package it runs in) and the support matrix of the README, between
+// (zplatform_<os>.go in the package it runs in) and the support matrix of docs/platform.md, between
 // the markers
 //
 //	<!-- BEGIN PLATFORM MATRIX (go generate) -->

@@ -21,7 +21,7 @@ const (
 
 // platform is a column of the table: an OS (or family) and the build constraint of its file.
 type platform struct {
-	name  string // file suffix and README column key
+	name  string // file suffix and matrix column key
 	title string
 	tag   string // //go:build line, "" when the file name says it
 }
@@ -34,7 +34,7 @@ var platforms = []platform{
 	{"other", "other", "!unix && !windows"},
 }
 
-// capability is a row: its constant name, README title, level per platform, and notes.
+// capability is a row: its constant name, matrix title, level per platform, and notes.
 type capability struct {
 	constName string
 	title     string
@@ -83,10 +83,10 @@ var table = []capability{
 
 func main() {
 	pkg := flag.String("pkg", "", "Go package name of the generated files")
-	readme := flag.String("readme", "", "README to update between the markers")
+	doc := flag.String("doc", "", "Markdown file to update between the markers")
 	flag.Parse()
-	if *pkg == "" || *readme == "" {
-		fmt.Fprintln(os.Stderr, "usage: platform -pkg NAME -readme PATH")
+	if *pkg == "" || *doc == "" {
+		fmt.Fprintln(os.Stderr, "usage: platform -pkg NAME -doc PATH")
 		os.Exit(2)
 	}
 	for _, p := range platforms {
@@ -98,7 +98,7 @@ func main() {
 			fail(err)
 		}
 	}
-	if err := updateReadme(*readme); err != nil {
+	if err := updateDoc(*doc); err != nil {
 		fail(err)
 	}
 }
@@ -137,7 +137,7 @@ const (
 	endMark   = "<!-- END PLATFORM MATRIX -->"
 )
 
-func updateReadme(path string) error {
+func updateDoc(path string) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
