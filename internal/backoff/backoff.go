@@ -76,8 +76,7 @@ func (w *Poller) Wait(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d := w.next
-	w.next = max(min(2*d, w.p.limit(time.Since(w.start))), w.p.first())
+	d := w.Next()
 	if w.t == nil {
 		w.t = time.NewTimer(d)
 	} else {
@@ -90,6 +89,14 @@ func (w *Poller) Wait(ctx context.Context) error {
 	case <-w.t.C:
 		return nil
 	}
+}
+
+// Next returns the next pause of the schedule and moves past it, for a caller that waits in
+// a select of its own (on events, with the poll as the fallback).
+func (w *Poller) Next() time.Duration {
+	d := w.next
+	w.next = max(min(2*d, w.p.limit(time.Since(w.start))), w.p.first())
+	return d
 }
 
 // Until calls probe until it reports done or fails, pausing between calls as p says. It

@@ -50,6 +50,12 @@ func TestUntilStartsFastAndBacksOffToTheCap(t *testing.T) {
 			t.Errorf("Nth(%d) = %v, want %v", i, p, want[i])
 		}
 	}
+	w := Policy{First: ms, Max: 8 * ms}.Start()
+	for i := range want {
+		if p := w.Next(); p != want[i] {
+			t.Errorf("Nth(%d) = %v, want %v", i, p, want[i])
+		}
+	}
 }
 
 func TestZeroPolicyCapGrowsWithTheTimeWaited(t *testing.T) {
