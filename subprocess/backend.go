@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"time"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -43,9 +43,9 @@ type tree interface {
 	// mark.
 	term(sweep bool) error
 	kill(sweep bool) error
-	// finish ends what escaped the tree while it was being ended; a no-op where nothing
-	// escapes.
-	finish(ctx context.Context, grace time.Duration) error
+	// rediscover returns what escaped the tree while it was being ended, as a target to end
+	// in turn; nil where nothing escapes.
+	rediscover(ctx context.Context) (ending.Target, error)
 	// exited is closed once the leader has exited; exit then says how.
 	exited() <-chan struct{}
 	exit() exitInfo

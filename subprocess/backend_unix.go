@@ -10,10 +10,10 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -138,7 +138,7 @@ func (*posixBackend) startError(err error) (kind error, hint string) {
 
 // sweep ends (TERM, then KILL after grace) every process still carrying the Service's cookie.
 func (b *posixBackend) sweep(ctx context.Context) error {
-	return posix.SweepCookie(ctx, b.svcCookie, DefaultGrace)
+	return posix.SweepCookie(ctx, b.svcCookie, ending.Policy{Grace: DefaultGrace})
 }
 
 type posixTree struct{ t *posix.Tree }
@@ -179,8 +179,8 @@ func (t posixTree) both(sig syscall.Signal, sweep bool) error {
 	return err
 }
 
-func (t posixTree) finish(ctx context.Context, grace time.Duration) error {
-	return t.t.Finish(ctx, grace)
+func (t posixTree) rediscover(ctx context.Context) (ending.Target, error) {
+	return t.t.Rediscover(ctx)
 }
 
 func (t posixTree) exited() <-chan struct{} { return t.t.Exited() }

@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/windows"
 
+	"github.com/subkit/subkit/internal/ending"
 	winproc "github.com/subkit/subkit/internal/windows"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -109,13 +109,13 @@ func (t *windowsTree) signal(sig os.Signal) error {
 
 // term sends CTRL_BREAK_EVENT where it can and is otherwise a no-op: Windows has no SIGTERM,
 // so Terminate's ladder goes on to kill after the grace.
-func (t *windowsTree) term(bool) error                             { return t.t.Term() }
-func (t *windowsTree) kill(bool) error                             { return t.t.Kill() }
-func (t *windowsTree) finish(context.Context, time.Duration) error { return nil }
-func (t *windowsTree) exited() <-chan struct{}                     { return t.done }
-func (t *windowsTree) exit() exitInfo                              { <-t.done; return t.info }
-func (t *windowsTree) alive() bool                                 { return t.t.Alive() }
-func (t *windowsTree) waitGone(ctx context.Context) error          { return t.t.WaitGone(ctx) }
+func (t *windowsTree) term(bool) error                                   { return t.t.Term() }
+func (t *windowsTree) kill(bool) error                                   { return t.t.Kill() }
+func (t *windowsTree) rediscover(context.Context) (ending.Target, error) { return nil, nil }
+func (t *windowsTree) exited() <-chan struct{}                           { return t.done }
+func (t *windowsTree) exit() exitInfo                                    { <-t.done; return t.info }
+func (t *windowsTree) alive() bool                                       { return t.t.Alive() }
+func (t *windowsTree) waitGone(ctx context.Context) error                { return t.t.WaitGone(ctx) }
 func (t *windowsTree) members(context.Context) ([]procinspect.Proc, error) {
 	return nil, &Error{Op: "members", Kind: ErrUnsupported, Err: errors.New("the members of a job object are not listed on Windows")}
 }

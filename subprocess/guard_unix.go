@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sync"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/guard"
 	"github.com/subkit/subkit/internal/posix"
 )
@@ -90,7 +91,7 @@ func (g *guardKeeper) state() (lost, next <-chan struct{}, endAdopted func(conte
 		return nil, nil, nil
 	}
 	return c.Done(), g.fresh, func(ctx context.Context) error {
-		return posix.EndAll(ctx, c.Adopted(), DefaultGrace)
+		return ending.Policy{Grace: DefaultGrace}.End(ctx, posix.NewProcs(c.Adopted()))
 	}
 }
 

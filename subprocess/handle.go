@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/sandbox"
 )
@@ -230,7 +231,8 @@ func (h *Handle) Signal(sig os.Signal) error {
 // reading the collected streams (what the pipes hold is still read), so the Handle lets go of
 // them. It returns once all of them are gone, or with ctx's error (the escalation still runs
 // to its end in the background). Concurrent calls share one escalation; a call after a
-// successful one returns at once. It reports a tree still present well after SIGKILL.
+// successful one returns at once. It reports a tree still present well after SIGKILL
+// (wrapping ending.ErrStillPresent).
 func (h *Handle) Terminate(ctx context.Context) error {
 	if err := h.valid("terminate"); err != nil {
 		return err
@@ -241,40 +243,43 @@ func (h *Handle) Terminate(ctx context.Context) error {
 	return h.term.run(ctx, func() error { return h.escalate(true) }, "terminate", h.argv[0])
 }
 
-// escalate ends the tree. With sweep, it also ends the processes that left the group but
-// carry the tree's cookie, even when the group itself is gone (a read of the process table
-// each time); Service.Close goes without, and sweeps once for all its trees.
+// escalate ends the tree under the Service's ending policy. With sweep, it also ends the
+// processes that left the group but carry the tree's cookie, even when the group itself is
+// gone (a read of the process table each time), and then those that escapees started while
+// they were being ended; Service.Close goes without, and sweeps once for all its trees.
 func (h *Handle) escalate(sweep bool) error {
-	var errs []error
-	if err := h.tree.term(sweep); err != nil {
-		errs = append(errs, err)
-	}
-	ctx, cancel := context.WithTimeout(h.svc.hurry, h.grace) // Hurry ends the grace
-	gone := h.waitTree(ctx) == nil
-	cancel()
-	if !gone {
-		if err := h.tree.kill(sweep); err != nil {
-			errs = append(errs, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), killWait)
-		if err := h.waitTree(ctx); err != nil {
-			errs = append(errs, errors.New("tree still present "+killWait.String()+" after SIGKILL"))
-		}
-		cancel()
-	}
-	if sweep {
-		// Escaped processes may have started others while they were being ended.
-		ctx, cancel := context.WithTimeout(context.Background(), killWait+h.grace)
-		if err := h.tree.finish(ctx, h.svc.graceLeft(h.grace)); err != nil {
-			errs = append(errs, err)
-		}
-		cancel()
-	}
-	if len(errs) > 0 {
-		return &Error{Op: "terminate", Name: h.argv[0], Err: errors.Join(errs...)}
+	if err := h.svc.ending(h.grace).End(context.Background(), treeTarget{h, sweep}); err != nil {
+		return &Error{Op: "terminate", Name: h.argv[0], Err: err}
 	}
 	h.cutPumps() // what still holds the pipes is not of the tree
 	return nil
+}
+
+// treeTarget is a Handle's tree as an ending.Target; its end is learnt from events (the
+// leader's exit, then the group's watch).
+type treeTarget struct {
+	h     *Handle
+	sweep bool
+}
+
+func (t treeTarget) Signal(_ context.Context, s ending.Step) error {
+	if s == ending.Kill {
+		return t.h.tree.kill(t.sweep)
+	}
+	return t.h.tree.term(t.sweep)
+}
+
+func (t treeTarget) Alive(context.Context) (bool, error) {
+	return !isClosed(t.h.leaderDone) || t.h.tree.alive(), nil
+}
+
+func (t treeTarget) WaitGone(ctx context.Context) error { return t.h.waitTree(ctx) }
+
+func (t treeTarget) Rediscover(ctx context.Context) (ending.Target, error) {
+	if !t.sweep {
+		return nil, nil
+	}
+	return t.h.tree.rediscover(ctx)
 }
 
 // cutPumps makes every pump return once it has read what its pipe holds.
@@ -346,7 +351,7 @@ func (h *Handle) Close() error {
 		return err
 	}
 	h.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), h.grace+killWait+h.drain)
+		ctx, cancel := context.WithTimeout(context.Background(), h.grace+ending.KillWait+h.drain)
 		defer cancel()
 		h.closeErr = h.end(ctx, true)
 		select {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/sandbox"
 )
 
@@ -75,10 +76,6 @@ type Config struct {
 	// confined.
 	Sandbox *sandbox.Policy
 }
-
-// killWait bounds the wait for a tree to vanish after SIGKILL. A tree still present then has
-// a member the kernel cannot kill now (uninterruptible sleep); Terminate reports it.
-const killWait = 10 * time.Second
 
 // Service spawns and owns process trees. It is safe for concurrent use.
 type Service struct {
@@ -186,12 +183,11 @@ func (s *Service) Hurry() {
 	s.hurryNow()
 }
 
-// graceLeft is grace, or 0 once Hurry was called.
-func (s *Service) graceLeft(grace time.Duration) time.Duration {
-	if s.hurry.Err() != nil {
-		return 0
-	}
-	return grace
+// ending is how the Service ends a tree whose spec gives grace: Hurry ends the grace, and
+// a tree still present ending.KillWait after SIGKILL has a member the kernel cannot kill now
+// (uninterruptible sleep), which Terminate reports.
+func (s *Service) ending(grace time.Duration) ending.Policy {
+	return ending.Policy{Grace: grace, Hurry: s.hurry}
 }
 
 // watchGuard ends the trees of a guard that died: their leaders are no longer held, and

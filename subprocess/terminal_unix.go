@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/sandbox"
@@ -381,42 +382,71 @@ func (t *Terminal) Terminate(ctx context.Context) error {
 
 func (t *Terminal) escalate() error {
 	ctx := context.Background()
-	recorded := t.record(ctx)
-	posix.SignalAll(ctx, recorded, unix.SIGTERM)
-	posix.SignalAll(ctx, recorded, unix.SIGCONT)
-	shell := []procinspect.Identity{t.shell}
-	if !isClosed(t.leaderDone) {
-		posix.SignalAll(ctx, shell, unix.SIGHUP)
-		posix.SignalAll(ctx, shell, unix.SIGTERM)
-		posix.SignalAll(ctx, shell, unix.SIGCONT)
+	ids, rerr := t.record(ctx)
+	first := &termTarget{t: t, procs: posix.NewProcs(ids)}
+	err := errors.Join(rerr, t.svc.ending(t.grace).End(ctx, first))
+	left := first.procs.Left()
+	if first.again != nil {
+		left = append(left, first.again.procs.Left()...)
 	}
-	gctx, cancel := context.WithTimeout(t.svc.hurry, t.grace) // Hurry ends the grace
-	t.waitGone(gctx, &recorded)
-	cancel()
-	posix.SignalAll(ctx, recorded, unix.SIGKILL)
-	if !isClosed(t.leaderDone) {
-		posix.SignalAll(ctx, shell, unix.SIGKILL)
-	}
-	kctx, cancel := context.WithTimeout(ctx, killWait)
-	defer cancel()
-	t.waitGone(kctx, &recorded)
-	// The program is gone: whatever is left of its session has re-parented.
-	again := t.record(ctx)
-	posix.SignalAll(ctx, again, unix.SIGKILL)
-	left := append(recorded, again...)
-	t.waitGone(kctx, &left)
 	if len(left) > 0 || !isClosed(t.leaderDone) {
 		if !isClosed(t.leaderDone) {
 			left = append(left, t.shell)
 		}
-		return &TerminateError{Survivors: left}
+		return errors.Join(&TerminateError{Survivors: left}, err)
+	}
+	if err != nil {
+		return &Error{Op: "terminate terminal", Name: t.argv[0], Err: err}
 	}
 	t.svc.cutOutput(t.master) // what still holds the terminal is not of the tree
 	return nil
 }
 
-// record lists the live processes that belong to the terminal, the program excluded.
-func (t *Terminal) record(ctx context.Context) []procinspect.Identity {
+// termTarget is what a Terminal's Terminate ends: the processes recorded as the terminal's,
+// by exact identity, and the program while it runs (SIGHUP too, which an interactive shell
+// obeys). Once the first ending is over, the terminal's processes are recorded again: with
+// the program gone, whatever is left of its session has re-parented.
+type termTarget struct {
+	t     *Terminal
+	procs *posix.Procs
+	again *termTarget // the processes recorded again, once
+	later bool        // this is the second record
+}
+
+func (x *termTarget) Signal(ctx context.Context, s ending.Step) error {
+	err := posix.SignalStep(ctx, x.procs.Left(), s)
+	if isClosed(x.t.leaderDone) {
+		return err
+	}
+	shell := []procinspect.Identity{x.t.shell}
+	if s == ending.Stop {
+		err = errors.Join(err, posix.SignalAll(ctx, shell, unix.SIGHUP))
+	}
+	return errors.Join(err, posix.SignalStep(ctx, shell, s))
+}
+
+// Alive reports whether the program is still to be reaped or a recorded process lives.
+func (x *termTarget) Alive(ctx context.Context) (bool, error) {
+	alive, err := x.procs.Alive(ctx)
+	return alive || !isClosed(x.t.leaderDone), err
+}
+
+func (x *termTarget) Rediscover(ctx context.Context) (ending.Target, error) {
+	if x.later {
+		return nil, nil
+	}
+	ids, err := x.t.record(ctx)
+	if len(ids) == 0 {
+		return nil, err
+	}
+	x.again = &termTarget{t: x.t, procs: posix.NewProcs(ids), later: true}
+	return x.again, err
+}
+
+// record lists the live processes that belong to the terminal, the program excluded, with
+// the error of a look that failed (what the other looks found is listed all the same).
+func (t *Terminal) record(ctx context.Context) ([]procinspect.Identity, error) {
+	var errs []error
 	ids := map[procinspect.Identity]struct{}{}
 	if tab, err := procinspect.Snapshot(ctx); err == nil {
 		for _, p := range tab.Descendants(t.shell) {
@@ -427,49 +457,33 @@ func (t *Terminal) record(ctx context.Context) []procinspect.Identity {
 				ids[p.Identity] = struct{}{}
 			}
 		}
+	} else {
+		errs = append(errs, err)
 	}
 	t.mu.Lock()
 	for id := range t.seen {
 		ids[id] = struct{}{}
 	}
 	t.mu.Unlock()
-	if found, err := t.cookie.Find(ctx, 0); err == nil {
-		for _, id := range found {
-			ids[id] = struct{}{}
-		}
+	found, err := t.cookie.Find(ctx, 0)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, id := range found {
+		ids[id] = struct{}{}
 	}
 	delete(ids, t.shell)
 	out := make([]procinspect.Identity, 0, len(ids))
 	for id := range ids {
-		if ok, _ := procinspect.Alive(ctx, id); ok {
+		ok, err := procinspect.Alive(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok || err != nil {
 			out = append(out, id)
 		}
 	}
-	return out
-}
-
-// waitGone waits until the program has been reaped and every identity in ids is gone,
-// keeping in ids those still alive.
-func (t *Terminal) waitGone(ctx context.Context, ids *[]procinspect.Identity) {
-	d := time.Millisecond
-	for {
-		live := (*ids)[:0]
-		for _, id := range *ids {
-			if ok, _ := procinspect.Alive(ctx, id); ok {
-				live = append(live, id)
-			}
-		}
-		*ids = live
-		if len(live) == 0 && isClosed(t.leaderDone) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(d):
-		}
-		d = min(2*d, 20*time.Millisecond)
-	}
+	return out, errors.Join(errs...)
 }
 
 // Close terminates whatever the terminal started, waits for the result, and releases the
@@ -479,7 +493,7 @@ func (t *Terminal) Close() error {
 		return err
 	}
 	t.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+killWait)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*t.grace+ending.KillWait)
 		defer cancel()
 		t.closeErr = t.end(ctx, true)
 		select {

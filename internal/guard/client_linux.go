@@ -289,7 +289,7 @@ func (l *Leader) Wait() (posix.Exit, bool, error) {
 	<-l.exited
 	if l.err != nil {
 		if l.id.Start != 0 {
-			posix.AwaitExit(l.id)
+			posix.AwaitExit(context.Background(), l.id) // without a deadline it returns at the exit
 		}
 		return posix.Exit{Code: -1}, true, l.err
 	}

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/backoff"
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -33,10 +35,6 @@ const (
 	reapEvery = 10 * time.Millisecond
 	scanLast  = time.Second
 )
-
-// killWait bounds the wait for what SIGKILL must end; a process in uninterruptible sleep may
-// take longer, and the guard then exits anyway.
-const killWait = 10 * time.Second
 
 // server is the guard's state. mu orders what the guard does and says: the reading goroutine
 // starts trees and reaps leaders, the exit relay reports leaders' exits, the main loop tends
@@ -85,12 +83,14 @@ func Serve(sock *os.File) int {
 		s.hostGone() // the host died before the parent-death signal was set
 		return 0
 	}
-	every := reapEvery
+	looks := backoff.Policy{First: reapEvery, Max: scanLast}
+	sched := looks.Start()
+	every := sched.Next()
 	scan := time.NewTimer(every)
 	due := time.Now().Add(every)
 	soon := func() { // something happened: look within reapEvery, and often again after
-		every = reapEvery
-		if time.Until(due) > every {
+		sched = looks.Start()
+		if every := sched.Next(); time.Until(due) > every {
 			scan.Reset(every)
 			due = time.Now().Add(every)
 		}
@@ -102,7 +102,7 @@ func Serve(sock *os.File) int {
 			return 0
 		case <-scan.C:
 			s.scan()
-			every = min(2*every, scanLast)
+			every = sched.Next()
 			scan.Reset(every)
 			due = time.Now().Add(every)
 		case <-s.poke:
@@ -306,14 +306,45 @@ func startOf(pid int) uint64 {
 }
 
 // endAll ends every tree the guard started (its group; the held leaders keep the numbers the
-// trees') and every process it adopted (its children, which it has not reaped): SIGTERM and
-// SIGCONT, then SIGKILL to what is left after the grace, and again to processes re-parented
-// to it meanwhile. Then it reaps them all.
+// trees') and every process it adopted (its children, which it has not reaped), as
+// ending.Policy.End does: SIGTERM and SIGCONT, then SIGKILL to what is left after the grace,
+// and the signal in force again to processes re-parented to it meanwhile. Then it reaps them
+// all. What could not be ended is said on stderr.
 func (s *server) endAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	signalAll := func(sig syscall.Signal) {
-		for _, pid := range s.exits.Pids() {
+	if err := (ending.Policy{Grace: s.grace}).End(context.Background(), &everything{s: s}); err != nil {
+		fail(err)
+	}
+	for _, pid := range s.exits.Pids() {
+		s.exits.Reap(pid) // a leader still running after the kill wait is left to init
+	}
+	s.tend(children(), true)
+}
+
+// everything is the ending.Target of endAll. Every pid it signals is held: a leader the guard
+// has not reaped, or a child of the guard it has not reaped, so no number it uses can have
+// been reused. Called with s.mu held.
+type everything struct {
+	s    *server
+	step ending.Step
+}
+
+func (e *everything) Signal(_ context.Context, step ending.Step) error {
+	e.step = step
+	e.signal()
+	return nil
+}
+
+// signal sends the signals of the step in force; a process already gone is no error, and
+// the guard may signal everything it holds.
+func (e *everything) signal() {
+	sigs := []syscall.Signal{unix.SIGTERM, unix.SIGCONT}
+	if e.step == ending.Kill {
+		sigs = []syscall.Signal{unix.SIGKILL}
+	}
+	for _, sig := range sigs {
+		for _, pid := range e.s.exits.Pids() {
 			unix.Kill(-pid, sig)
 			unix.Kill(pid, sig)
 		}
@@ -321,29 +352,15 @@ func (s *server) endAll() {
 			unix.Kill(pid, sig)
 		}
 	}
-	deadline := time.Now().Add(s.grace)
-	sig := unix.SIGTERM
-	for {
-		signalAll(sig)
-		if sig == unix.SIGTERM {
-			signalAll(unix.SIGCONT)
-		}
-		s.tend(children(), true)
-		if !s.anyLive() {
-			break
-		}
-		if time.Now().After(deadline) {
-			if sig == unix.SIGKILL {
-				break
-			}
-			sig, deadline = unix.SIGKILL, time.Now().Add(killWait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	for _, pid := range s.exits.Pids() {
-		s.exits.Reap(pid) // a leader still running after killWait is left to init
-	}
-	s.tend(children(), true)
+}
+
+// Alive reaps the adopted processes that exited, signals those re-parented to the guard
+// since the last look with the step in force (its rediscovery), and reports whether a live
+// process remains in a tree's group or among the guard's children.
+func (e *everything) Alive(context.Context) (bool, error) {
+	e.s.tend(children(), true)
+	e.signal()
+	return e.s.anyLive(), nil
 }
 
 // anyLive reports whether a live process remains in a tree's group or among the guard's

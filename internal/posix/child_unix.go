@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/subkit/subkit/internal/backoff"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -103,22 +104,28 @@ func exitOf(ps *os.ProcessState, err error) (Exit, error) {
 	return Exit{Code: ps.ExitCode(), Usage: u}, nil
 }
 
-// AwaitExit returns once the process id names has exited, or is not that process any more.
-// It waits on a pidfd (a kqueue on macOS) where it can, and polls with back-off where not.
-func AwaitExit(id procinspect.Identity) {
-	ctx := context.Background()
-	alive := func() bool { ok, err := procinspect.Alive(ctx, id); return ok || err != nil }
+// AwaitExit returns nil once the process id names has exited, or is not that process any
+// more, or ctx's error. It waits on a pidfd (a kqueue on macOS) where it can, and polls with
+// back-off where not.
+func AwaitExit(ctx context.Context, id procinspect.Identity) error {
+	gone := func() (bool, error) {
+		ok, err := procinspect.Alive(ctx, id)
+		return !ok && err == nil, nil // a failed look is a live process: look again
+	}
 	w, err := openPidWatch(id.Pid, false)
 	if err != nil {
-		poll(ctx, alive)
-		return
+		return backoff.Until(ctx, backoff.Policy{}, gone)
 	}
 	defer w.close()
-	if alive() { // the pid may have been reused before the watch pinned it
-		if w.wait() != nil {
-			poll(ctx, alive)
-		}
+	stop := context.AfterFunc(ctx, w.close) // ends a pending wait
+	defer stop()
+	if done, _ := gone(); done { // the pid may have been reused before the watch pinned it
+		return nil
 	}
+	if w.wait() == nil {
+		return nil
+	}
+	return backoff.Until(ctx, backoff.Policy{}, gone)
 }
 
 // usage is a Usage from the fields of a struct rusage (CPU times in nanoseconds); ru_maxrss is

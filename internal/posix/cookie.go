@@ -7,13 +7,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -81,56 +81,82 @@ func CookieFromEnv(entry string) *Cookie {
 	return &Cookie{name: name, since: since}
 }
 
-// sweepRounds bounds SweepCookie: each round ends what one read of the table found, and a
-// round is needed again only when those processes started others meanwhile.
-const sweepRounds = 5
-
-// SweepCookie ends every process carrying c: SIGTERM (and SIGCONT), then SIGKILL to those
-// left after grace, all identity-fenced. Processes may start others while they are being
-// ended, so it looks again until a read of the table finds none (at most sweepRounds). It
-// returns once they are gone or ctx ends.
-func SweepCookie(ctx context.Context, c *Cookie, grace time.Duration) error {
-	for range sweepRounds {
-		found, err := c.Find(ctx, 0)
-		if len(found) > 0 {
-			// What was found is ended even when the read of some other process failed.
-			err = errors.Join(err, EndAll(ctx, found, grace))
-		}
-		if err != nil || len(found) == 0 {
-			return err
-		}
-	}
-	found, err := c.Find(ctx, 0)
-	if err == nil && len(found) > 0 {
-		err = fmt.Errorf("posix: processes carrying %s keep appearing after %d sweeps: %v", c.name, sweepRounds, found)
-	}
-	return err
-}
-
-// EndAll sends SIGTERM (and SIGCONT) to ids, then SIGKILL to those left after grace, and
-// waits until they are gone or ctx ends. It overwrites ids.
-func EndAll(ctx context.Context, ids []procinspect.Identity, grace time.Duration) error {
-	SignalAll(ctx, ids, unix.SIGTERM)
-	SignalAll(ctx, ids, unix.SIGCONT)
-	live := func() bool {
-		n := 0
-		for _, id := range ids {
-			if ok, _ := procinspect.Alive(ctx, id); ok {
-				ids[n] = id
-				n++
-			}
-		}
-		ids = ids[:n]
-		return n > 0
-	}
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	poll(gctx, live)
-	cancel()
-	if len(ids) == 0 {
-		return nil
-	}
-	if err := SignalAll(ctx, ids, unix.SIGKILL); err != nil {
+// SweepCookie ends every process carrying c under policy p: Stop, then Kill to those left
+// after the grace, all identity-fenced. Processes may start others while they are being
+// ended, so it looks again until a read of the table finds none (at most ending.MaxRounds
+// rounds). It returns once they are gone or ctx ends.
+func SweepCookie(ctx context.Context, c *Cookie, p ending.Policy) error {
+	t, err := c.Carriers(ctx)
+	if t == nil {
 		return err
 	}
-	return poll(ctx, live)
+	// What was found is ended even when the read of some other process failed.
+	return errors.Join(err, p.End(ctx, t))
 }
+
+// Carriers returns the processes that carry c now as a target to end (nil when there are
+// none), with the error of a read that failed; it may return both. The target rediscovers
+// the carriers that appeared since, so ending.Policy.End ends them in rounds.
+func (c *Cookie) Carriers(ctx context.Context) (ending.Target, error) {
+	found, err := c.Find(ctx, 0)
+	if len(found) == 0 {
+		return nil, err
+	}
+	return &carriers{Procs: Procs{ids: found}, c: c}, err
+}
+
+type carriers struct {
+	Procs
+	c *Cookie
+}
+
+func (t *carriers) Rediscover(ctx context.Context) (ending.Target, error) {
+	return t.c.Carriers(ctx)
+}
+
+// Procs is an ending.Target of processes named by exact identity: each is signalled only
+// while its pid still names the process that started at its start token, so a reused pid is
+// never signalled.
+type Procs struct {
+	ids []procinspect.Identity
+}
+
+// NewProcs returns the target of ids, which it takes over.
+func NewProcs(ids []procinspect.Identity) *Procs { return &Procs{ids: ids} }
+
+// Signal sends SIGTERM and SIGCONT (so a stopped process can act on it) for ending.Stop, and
+// SIGKILL for ending.Kill, to every process still alive.
+func (p *Procs) Signal(ctx context.Context, s ending.Step) error {
+	return SignalStep(ctx, p.ids, s)
+}
+
+// SignalStep sends the signals of step s to each identity still alive: SIGTERM and SIGCONT
+// for ending.Stop, SIGKILL for ending.Kill.
+func SignalStep(ctx context.Context, ids []procinspect.Identity, s ending.Step) error {
+	if s == ending.Kill {
+		return SignalAll(ctx, ids, unix.SIGKILL)
+	}
+	return errors.Join(SignalAll(ctx, ids, unix.SIGTERM), SignalAll(ctx, ids, unix.SIGCONT))
+}
+
+// Alive drops the processes that are gone and reports whether any is left; a process that
+// could not be looked at counts as alive, and the error is returned.
+func (p *Procs) Alive(ctx context.Context) (bool, error) {
+	var errs []error
+	n := 0
+	for _, id := range p.ids {
+		ok, err := procinspect.Alive(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok || err != nil {
+			p.ids[n] = id
+			n++
+		}
+	}
+	p.ids = p.ids[:n]
+	return n > 0, errors.Join(errs...)
+}
+
+// Left lists the processes Alive last saw alive.
+func (p *Procs) Left() []procinspect.Identity { return p.ids }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/backoff"
 	"github.com/subkit/subkit/internal/inspect/linux"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -71,15 +72,14 @@ func (c *Cookie) find(ctx context.Context, skipPgid int, st *findStats) ([]proci
 	}
 	// An environment that read empty is looked at again only if its process was in the
 	// middle of execve, and all of those share one bounded series of pauses.
-	pause, waited := execFirstPause, time.Duration(0)
+	pauses, waited := backoff.Policy{First: execFirstPause, Max: execPauseBudget}.Start(), time.Duration(0)
 	for len(execing) > 0 && waited < execPauseBudget {
 		st.execing(execing)
-		d := min(pause, execPauseBudget-waited)
-		if err := pauseCtx(ctx, d); err != nil {
+		d := min(pauses.Next(), execPauseBudget-waited)
+		if err := backoff.Sleep(ctx, d); err != nil {
 			return found, fmt.Errorf("posix: find %s: %w", c.name, errors.Join(append(errs, err)...))
 		}
 		waited += d
-		pause *= 2
 		st.pause(d)
 		n := 0
 		for _, p := range execing {
@@ -165,18 +165,6 @@ func expected(err error) error {
 		return nil
 	}
 	return err
-}
-
-// pauseCtx waits d, or until ctx ends.
-func pauseCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *findStats) environRead(pid int) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -153,7 +154,7 @@ func TestCookieFindsEscapedProcesses(t *testing.T) {
 	assert.NotEqual(t, cmd.Process.Pid, p.Pgid, "it left the group")
 	assert.NotEqual(t, other.Process.Pid, p.Pid)
 
-	require.NoError(t, posix.SweepCookie(ctx, c, time.Second))
+	require.NoError(t, posix.SweepCookie(ctx, c, ending.Policy{Grace: time.Second}))
 	alive, err := procinspect.Alive(ctx, found[0])
 	require.NoError(t, err)
 	assert.False(t, alive)

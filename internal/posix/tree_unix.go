@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/backoff"
+	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -129,6 +131,7 @@ func (t *Tree) markReaped() {
 // leader. Between reads of the table it waits for the members it saw to exit or leave.
 func (t *Tree) watchGroup() {
 	ctx := context.Background()
+	var retry *backoff.Poller
 	for {
 		live, err := t.liveMembers(ctx)
 		if errors.Is(err, procinspect.ErrUnsupported) {
@@ -137,15 +140,22 @@ func (t *Tree) watchGroup() {
 			if t.isPinned() {
 				t.reapErr = t.reap()
 			}
-			poll(ctx, func() bool { return !errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH) })
+			// Without a deadline the wait ends only when the group is gone.
+			backoff.Until(ctx, backoff.Policy{}, func() (bool, error) {
+				return errors.Is(unix.Kill(-t.pid, 0), unix.ESRCH), nil
+			})
 			t.markEmpty()
 			return
 		}
 		if err != nil {
-			// The table could not be read (out of descriptors?): look again shortly.
-			t.waitMembers(ctx, nil)
+			// The table could not be read (out of descriptors?): look again, with back-off.
+			if retry == nil {
+				retry = backoff.Policy{}.Start()
+			}
+			retry.Wait(ctx) // without a deadline it only pauses
 			continue
 		}
+		retry = nil
 		if len(live) > 0 {
 			t.waitMembers(ctx, live)
 			continue
@@ -170,14 +180,8 @@ const maxWatched = 16
 
 // waitMembers returns once none of ids (at most maxWatched of them) is a live member of the
 // group any more: each has exited, which its pidfd tells at once, or left the group (setsid,
-// setpgid), which a re-read of its stat with back-off tells. With no ids it waits a short while.
+// setpgid), which a re-read of its stat with back-off tells.
 func (t *Tree) waitMembers(ctx context.Context, ids []procinspect.Identity) {
-	if len(ids) == 0 {
-		sctx, cancel := context.WithTimeout(ctx, pollCap(0))
-		defer cancel()
-		<-sctx.Done()
-		return
-	}
 	ids = ids[:min(len(ids), maxWatched)]
 	exited := make(chan int, len(ids))
 	for i, id := range ids {
@@ -195,14 +199,16 @@ func (t *Tree) waitMembers(ctx context.Context, ids []procinspect.Identity) {
 	for i := range ids {
 		left[i] = true
 	}
-	start, d := time.Now(), pollFirst
-	timer := time.NewTimer(d)
+	poll := backoff.Policy{}.Start()
+	timer := time.NewTimer(poll.Next())
 	defer timer.Stop()
 	for len(left) > 0 {
 		select {
 		case i := <-exited:
 			delete(left, i)
 			continue
+		case <-ctx.Done():
+			return
 		case <-timer.C:
 		}
 		for i := range left {
@@ -212,8 +218,7 @@ func (t *Tree) waitMembers(ctx context.Context, ids []procinspect.Identity) {
 				delete(left, i)
 			}
 		}
-		d = min(2*d, pollCap(time.Since(start)))
-		timer.Reset(d)
+		timer.Reset(poll.Next())
 	}
 }
 
@@ -311,17 +316,18 @@ func (t *Tree) skipPgid() int {
 	return t.pid
 }
 
-// Finish ends, as SweepCookie does, the processes carrying the tree's cookie that are still
-// alive, including ones that escapees started while they were being ended. When no sweep has
-// found an escaped process, there is nothing to follow up and it reads nothing.
-func (t *Tree) Finish(ctx context.Context, grace time.Duration) error {
+// Rediscover implements ending.Rediscoverer: it returns the processes carrying the tree's
+// cookie that are alive now, including ones that escapees started while they were being
+// ended, as a target to end in turn (nil when there are none). When no sweep has found an
+// escaped process, there is nothing to follow up and it reads nothing.
+func (t *Tree) Rediscover(ctx context.Context) (ending.Target, error) {
 	t.mu.Lock()
 	found := t.found
 	t.mu.Unlock()
 	if t.cookie == nil || !found {
-		return nil
+		return nil, nil
 	}
-	return SweepCookie(ctx, t.cookie, grace)
+	return t.cookie.Carriers(ctx)
 }
 
 // SignalAll sends sig to each identity that is still alive, fenced by start time.
@@ -372,7 +378,7 @@ func (t *Tree) WaitGone(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return poll(ctx, func() bool { return len(t.liveEscaped()) > 0 })
+	return backoff.Until(ctx, backoff.Policy{}, func() (bool, error) { return len(t.liveEscaped()) == 0, nil })
 }
 
 func mergeIdentities(a, b []procinspect.Identity) []procinspect.Identity {
