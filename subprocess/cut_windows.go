@@ -1,6 +1,7 @@
 package subprocess
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/subkit/subkit/internal/backoff"
 )
 
 // On Windows the ends of os.Pipe are not pollable (Go 1.26): SetReadDeadline returns
@@ -22,11 +25,8 @@ func cut(r *os.File) error {
 	return err
 }
 
-// Back-off of the repeated cancels of cancelPipeRead.
-const (
-	cancelFirst = 500 * time.Microsecond
-	cancelMax   = 50 * time.Millisecond
-)
+// cancelBackoff spaces the repeated cancels of cancelPipeRead.
+var cancelBackoff = backoff.Policy{Max: 50 * time.Millisecond}
 
 // cancelPipeRead makes the pump blocked on r return. It cancels the pending ReadFile with
 // CancelIoEx, which the pump takes as the end of its stream, and goes on cancelling until the
@@ -44,12 +44,11 @@ func cancelPipeRead(r *os.File) error {
 		return err
 	}
 	go func() {
-		for d := cancelFirst; ; d = min(2*d, cancelMax) {
-			time.Sleep(d)
-			if cancelIO(rc) != nil {
-				return // the pump has closed r (or cancelling has become impossible)
-			}
-		}
+		// The pump closing r ends the loop (or cancelling having become impossible); nothing
+		// else does, so the context has no deadline.
+		backoff.Until(context.Background(), cancelBackoff, func() (bool, error) {
+			return cancelIO(rc) != nil, nil
+		})
 	}()
 	return nil
 }

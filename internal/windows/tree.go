@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/backoff"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -45,13 +46,6 @@ const KillExitCode = 1
 
 // DefaultTaskkillTimeout bounds one taskkill run when Config.TaskkillTimeout is zero.
 const DefaultTaskkillTimeout = 10 * time.Second
-
-// Poll back-off for WaitGone: fast first probes so short trees settle in milliseconds, then
-// spaced so a long wait costs little.
-const (
-	pollFirst = 500 * time.Microsecond
-	pollMax   = 8 * time.Millisecond
-)
 
 // Config configures Attach. The zero value uses the real OS calls.
 type Config struct {
@@ -211,31 +205,12 @@ func (t *Tree) probe() (bool, error) {
 }
 
 // WaitGone returns nil once Alive would report false, ctx's error first, or the error of a
-// liveness probe that failed.
+// liveness probe that failed. It probes with internal/backoff's back-off.
 func (t *Tree) WaitGone(ctx context.Context) error {
-	d := pollFirst
-	var timer *time.Timer
-	for {
+	return backoff.Until(ctx, backoff.Policy{}, func() (bool, error) {
 		alive, err := t.probe()
-		if err != nil {
-			return err
-		}
-		if !alive {
-			return nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(d)
-			defer timer.Stop()
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
-		}
-		d = min(2*d, pollMax)
-	}
+		return !alive, err
+	})
 }
 
 func (t *Tree) isGone() bool {
