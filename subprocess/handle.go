@@ -372,9 +372,9 @@ func (h *Handle) Close() error {
 func (h *Handle) run(timeout time.Duration) {
 	var timeoutC <-chan time.Time
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		timeoutC = t.C
+		c, stop := h.svc.timer(timeout)
+		defer stop()
+		timeoutC = c
 	}
 	timedOut := false
 	onTimeout := func() {
@@ -407,7 +407,12 @@ wait:
 			held = true
 			break wait
 		case <-timeoutC:
-			onTimeout() // Terminate ends the holders, then stops reading
+			select {
+			case <-h.pumpsDone: // drained as the timer fired: the leader ended on its own
+				break wait
+			default:
+				onTimeout() // Terminate ends the holders, then stops reading
+			}
 		}
 	}
 	teeWait := !held

@@ -92,6 +92,9 @@ type Service struct {
 
 	hurry    context.Context // ended by Hurry: the graces of every Terminate and Close end with it
 	hurryNow context.CancelFunc
+	// after starts the timer of a Spec.Timeout: its channel and its stop; nil means
+	// time.NewTimer. Tests fire it on an event instead of a clock.
+	after func(d time.Duration) (<-chan time.Time, func() bool)
 	maxLive  int
 	log      *slog.Logger
 	backend  backend
@@ -181,6 +184,15 @@ func (s *Service) Hurry() {
 		return
 	}
 	s.hurryNow()
+}
+
+// timer starts the timer of a Spec.Timeout of d.
+func (s *Service) timer(d time.Duration) (<-chan time.Time, func() bool) {
+	if s.after != nil {
+		return s.after(d)
+	}
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 // ending is how the Service ends a tree whose spec gives grace: Hurry ends the grace, and

@@ -189,36 +189,47 @@ func threadCount(t *testing.T) int {
 }
 
 // The timeout bounds the whole result: when it fires during the drain it ends the daemon
-// holding the pipe, and the Result says TimedOut.
+// holding the pipe, and the Result says TimedOut. The timeout fires once the leader has exited
+// and its output has been read, while the daemon still holds the pipe.
 func TestTimeoutBoundsTheDrain(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
+	fire := subprocess.ManualTimeouts(svc)
 	spec := sh(`sleep 1000 & echo x`)
-	spec.Timeout, spec.DrainGrace, spec.Grace = time.Second, 15*time.Second, 500*time.Millisecond
+	spec.Timeout, spec.DrainGrace, spec.Grace = time.Hour, time.Hour, 500*time.Millisecond
 	h, err := svc.Spawn(context.Background(), spec)
 	require.NoError(t, err)
 	defer h.Close()
-	res, err := h.Wait(ctxT(t, 10*time.Second))
-	require.NoError(t, err)
+	<-subprocess.LeaderDone(h) // the leader exited; its output is in, the daemon holds the pipe
+	fire()
+	res, err := h.Wait(ctxT(t, 30*time.Second))
+	require.NoError(t, err, "settled by the timeout, not the hour-long drain")
 	assert.True(t, res.TimedOut)
-	assert.Less(t, res.Duration, 5*time.Second, "settled by the timeout, not the 15 s drain")
 	assert.Equal(t, 0, res.ExitCode, "the leader exited on its own")
 	assert.Equal(t, "x\n", string(res.Stdout.Tail))
-	require.NoError(t, h.WaitForExit(ctxT(t, 5*time.Second)), "the daemon was ended")
+	require.NoError(t, h.WaitForExit(ctxT(t, 30*time.Second)), "the daemon was ended")
 }
 
-// A leader that exits on its own, its pipes drained, before the timeout is not TimedOut.
+// A leader that exits on its own, its pipes drained, before the timeout is not TimedOut,
+// even when the timeout fires while the result settles: the timeout fires only once the
+// tree is gone and the pipes have been read to their end (collected), or at once (discarded).
 func TestTimeoutNotSetForALeaderThatExitedOnItsOwn(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
-	for range 20 {
-		spec := subprocess.Spec{Path: "true", Timeout: 30 * time.Millisecond}
-		res := run(t, svc, spec)
-		assert.False(t, res.TimedOut)
+	for i := range 20 {
+		fire := subprocess.ManualTimeouts(svc)
+		spec := subprocess.Spec{Path: "true", Timeout: time.Hour}
+		if i%2 == 1 {
+			spec.Stdout.Disposition, spec.Stderr.Disposition = subprocess.Discard, subprocess.Discard
+		}
 		h, err := svc.Spawn(context.Background(), spec)
 		require.NoError(t, err)
-		res, err = h.Wait(ctxT(t, 10*time.Second))
+		require.NoError(t, h.WaitForExit(ctxT(t, 30*time.Second)))
+		<-subprocess.PumpsDone(h)
+		fire()
+		res, err := h.Wait(ctxT(t, 30*time.Second))
 		require.NoError(t, err)
 		assert.False(t, res.TimedOut)
-		h.Close()
+		assert.Equal(t, 0, res.ExitCode)
+		require.NoError(t, h.Close())
 	}
 }
 
