@@ -166,7 +166,7 @@ func Start(ctx context.Context, svc *subprocess.Service, cfg Config) (*Client, e
 		Grace:  cfg.Grace,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lsp: start %s: %w", cfg.Path, err)
+		return nil, newError("start", cfg.Path, nil, err)
 	}
 	c := newClient(cfg, h)
 	err = c.initialize(ctx)
@@ -183,7 +183,7 @@ func Start(ctx context.Context, svc *subprocess.Service, cfg Config) (*Client, e
 		}
 		if !errors.As(err, &exit) {
 			if tail := lastLines(c.StderrTail(), 3, 400); tail != "" {
-				err = fmt.Errorf("%w (server stderr ends: %q)", err, tail)
+				err = &Error{Op: "start", Name: cfg.Path, Err: err, Hint: "server stderr ends: " + strconv.Quote(tail)}
 			}
 		}
 		return nil, err
@@ -248,7 +248,7 @@ func (c *Client) initialize(ctx context.Context) error {
 		return err
 	}
 	if err := json.Unmarshal(raw, &c.init); err != nil {
-		return fmt.Errorf("lsp: initialize: decode result: %w", err)
+		return newError("initialize", c.name, nil, fmt.Errorf("decode result: %w", err))
 	}
 	c.sync = parseSync(c.init.Capabilities)
 	c.enc = negotiatedEncoding(raw)
@@ -377,13 +377,13 @@ func (p *pendingCall) seqOf() uint64 {
 // whether the request reached the writer (it then goes out whole even when err is ctx's).
 func (c *Client) startCall(ctx context.Context, method string, params any) (p *pendingCall, handedOver bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("lsp: %s: %w", method, err)
+		return nil, false, ctxError(method, "", err)
 	}
 	id := c.nextID.Add(1)
 	req := wireRequest{JSONRPC: "2.0", ID: &id, Method: method}
 	body, err := encode(req, params)
 	if err != nil {
-		return nil, false, fmt.Errorf("lsp: %s: encode params: %w", method, err)
+		return nil, false, newError(method, "", subprocess.ErrInvalid, fmt.Errorf("encode params: %w", err))
 	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -420,7 +420,7 @@ func (p *pendingCall) await(ctx context.Context, result any) error {
 			return r.rpcErr
 		case result != nil && len(r.result) > 0:
 			if err := json.Unmarshal(r.result, result); err != nil {
-				return fmt.Errorf("lsp: %s: decode result: %w", method, err)
+				return newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 			}
 		}
 		return nil
@@ -430,7 +430,7 @@ func (p *pendingCall) await(ctx context.Context, result any) error {
 		case c.cancels <- id:
 		default:
 		}
-		return fmt.Errorf("lsp: %s (request %d) abandoned, $/cancelRequest sent: %w", method, id, ctx.Err())
+		return &Error{Op: method, Name: "request " + strconv.FormatInt(id, 10), Err: ctx.Err(), Hint: "abandoned, $/cancelRequest sent"}
 	}
 }
 
@@ -451,11 +451,11 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 // so that whatever the server sends in answer finds the client's state already changed.
 func (c *Client) notify(ctx context.Context, method string, params any, onHandover func()) (handedOver bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("lsp: %s: %w", method, err)
+		return false, ctxError(method, "", err)
 	}
 	body, err := encode(wireRequest{JSONRPC: "2.0", Method: method}, params)
 	if err != nil {
-		return false, fmt.Errorf("lsp: %s: encode params: %w", method, err)
+		return false, newError(method, "", subprocess.ErrInvalid, fmt.Errorf("encode params: %w", err))
 	}
 	c.mu.Lock()
 	failed := c.failed
@@ -470,9 +470,9 @@ func (c *Client) notify(ctx context.Context, method string, params any, onHandov
 func (c *Client) usable(ctx context.Context, op string) error {
 	switch {
 	case c == nil || c.h == nil:
-		return fmt.Errorf("lsp: %s: not a Client from Start (%w)", op, subprocess.ErrInvalid)
+		return invalidArg(op, "", "not a Client from Start")
 	case ctx == nil:
-		return fmt.Errorf("lsp: %s: nil context (%w)", op, subprocess.ErrInvalid)
+		return invalidArg(op, "", "nil context")
 	}
 	return nil
 }
@@ -501,11 +501,11 @@ func (c *Client) send(ctx context.Context, method string, body []byte, onHandove
 	select {
 	case c.out <- outgoing{body: body, done: done, onHandover: onHandover}:
 	case <-ctx.Done():
-		return false, fmt.Errorf("lsp: %s: %w", method, ctx.Err())
+		return false, ctxError(method, "", ctx.Err())
 	case <-c.done:
 		return false, c.final
 	case <-c.stop:
-		return false, ErrClosed
+		return false, newError(method, c.name, ErrClosed, nil)
 	}
 	select {
 	case err := <-done:
@@ -514,7 +514,7 @@ func (c *Client) send(ctx context.Context, method string, body []byte, onHandove
 		}
 		return true, nil
 	case <-ctx.Done():
-		return true, fmt.Errorf("lsp: %s: %w (the message is still written whole)", method, ctx.Err())
+		return true, &Error{Op: method, Err: ctx.Err(), Hint: "the message is still written whole"}
 	}
 }
 
@@ -804,7 +804,7 @@ func (c *Client) supervise() {
 	t.Stop()
 	res, _ := c.h.Wait(context.Background())
 
-	final := error(ErrClosed)
+	final := error(newError("shutdown", c.name, ErrClosed, nil))
 	if !closing || connErr != nil {
 		final = &ServerExitError{
 			Server: c.name, Pid: res.Pid, ExitCode: res.ExitCode, Signal: res.Signal,

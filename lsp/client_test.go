@@ -64,26 +64,27 @@ func TestSessionAgainstFake(t *testing.T) {
 	assert.Equal(t, root, c.Root())
 
 	// Diagnostics and hover.
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "notes.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "notes.txt")
 	require.NoError(t, err)
 	assert.Equal(t, lsp.FileURI(filepath.Join(root, "notes.txt")), uri)
-	diags, err := c.WaitDiagnostics(ctxT(t, 10*time.Second), uri, nil)
+	set, err := c.Diagnostics(ctxT(t, 10*time.Second), uri, 1)
 	require.NoError(t, err)
+	diags := set.Diagnostics
 	require.Len(t, diags, 2)
 	assert.Equal(t, "found ERROR", diags[0].Message)
 	assert.Equal(t, lsp.SeverityError, diags[0].Severity)
 	assert.Equal(t, lsp.Range{Start: lsp.Position{Line: 1, Character: 3}, End: lsp.Position{Line: 1, Character: 8}}, diags[0].Range)
 	assert.Equal(t, 23, diags[1].Range.Start.Character, "UTF-16 columns")
-	got, ok := c.LastDiagnostics(uri)
-	assert.True(t, ok)
+	got, err := c.Diagnostics(ctxT(t, time.Second), uri, 1, lsp.NoWait)
+	require.NoError(t, err)
 	assert.Equal(t, diags, got.Diagnostics)
 	assert.Equal(t, 1, got.Version)
 	assert.True(t, got.Versioned)
 	all := c.AllDiagnostics()
 	require.Len(t, all, 1)
 	assert.Equal(t, diags, all[uri].Diagnostics)
-	_, ok = c.LastDiagnostics("file:///nowhere")
-	assert.False(t, ok)
+	_, err = c.Diagnostics(ctxT(t, time.Second), "file:///nowhere", 0, lsp.NoWait)
+	assert.ErrorIs(t, err, lsp.ErrNoDiagnostics)
 
 	text, _ := os.ReadFile(filepath.Join(root, "notes.txt"))
 	pos, err := lsp.PositionFor(text, 2, 28) // the second ERROR, after "ünï" (2-byte runes)
@@ -281,11 +282,11 @@ func TestNotificationHandlerNeverBlocksReader(t *testing.T) {
 	// Diagnostics are stored by the reader, whatever the handler does.
 	dir := c.Root()
 	writeFile(t, dir, "a.txt", "ERROR")
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "a.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "a.txt")
 	require.NoError(t, err)
-	d, err := c.WaitDiagnostics(ctxT(t, 10*time.Second), uri, func(d []lsp.Diagnostic) bool { return len(d) == 1 })
+	set, err := c.Diagnostics(ctxT(t, 10*time.Second), uri, 1)
 	require.NoError(t, err)
-	assert.Len(t, d, 1)
+	assert.Len(t, set.Diagnostics, 1)
 	assert.GreaterOrEqual(t, c.DroppedNotifications(), uint64(1000-16-1))
 	close(release)
 	require.NoError(t, c.Close())
@@ -387,4 +388,36 @@ func TestRootDefaultsToServiceCwd(t *testing.T) {
 	wd, _ := os.Getwd()
 	assert.Equal(t, wd, c.Root())
 	require.NoError(t, c.Close())
+}
+
+// A shut-down Client, a shut-down Pool and a closed Service all fail with errors that match
+// subprocess.ErrClosed, so one test covers every closed adapter.
+func TestClosedErrorsAreSubprocessErrClosed(t *testing.T) {
+	assert.ErrorIs(t, lsp.ErrClosed, subprocess.ErrClosed)
+	e := newEnv(t)
+	c := e.start(t, lsp.Config{})
+	require.NoError(t, c.Close())
+	for name, err := range map[string]error{
+		"Call":   c.Call(ctxT(t, time.Second), "test/echo", 1, nil),
+		"Notify": c.Notify(ctxT(t, time.Second), "test/echo", 1),
+		"Err":    c.Err(),
+	} {
+		assert.ErrorIs(t, err, lsp.ErrClosed, name)
+		assert.ErrorIs(t, err, subprocess.ErrClosed, name)
+		assert.ErrorContains(t, err, "lsp: ", name)
+	}
+	_, err := c.Open(ctxT(t, time.Second), lsp.FileURI(filepath.Join(c.Root(), "a.txt")), "", "x")
+	assert.ErrorIs(t, err, subprocess.ErrClosed)
+
+	p, err := lsp.NewPool(e.svc, lsp.PoolConfig{})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	_, err = p.Get(ctxT(t, time.Second), lsp.Config{Path: fakeServer, Root: t.TempDir()})
+	assert.ErrorIs(t, err, subprocess.ErrClosed)
+
+	svc, err := subprocess.New(subprocess.Config{Env: testutil.Env(e.mark), TempDir: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, svc.Close())
+	_, err = lsp.Start(ctxT(t, 10*time.Second), svc, lsp.Config{Path: fakeServer, Root: t.TempDir()})
+	assert.ErrorIs(t, err, subprocess.ErrClosed, "a closed Service")
 }

@@ -13,14 +13,20 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Defaults applied to zero fields of a Config.
+// Defaults of Config.ShutdownTimeout and Config.ExitTimeout, which a CLI shows as its flags'
+// defaults. Config.Grace and Config.StderrTailBytes default to the Service's
+// (subprocess.DefaultGrace, subprocess.DefaultTailBytes).
 const (
-	DefaultMaxFrameBytes     = framing.DefaultMaxSize // 64 MiB
-	DefaultShutdownTimeout   = 5 * time.Second
-	DefaultExitTimeout       = 10 * time.Second
-	DefaultNotificationQueue = 4096
-	DefaultUnversionedSettle = 300 * time.Millisecond
-	DefaultFileEventSettle   = 3 * time.Second
+	DefaultShutdownTimeout = 5 * time.Second
+	DefaultExitTimeout     = 10 * time.Second
+)
+
+// Defaults of the other zero fields of a Config, as their documentation says.
+const (
+	defaultMaxFrameBytes     = framing.DefaultMaxSize // 64 MiB
+	defaultNotificationQueue = 4096
+	defaultUnversionedSettle = 300 * time.Millisecond
+	defaultFileEventSettle   = 3 * time.Second
 )
 
 // RequestHandler answers a request the server sends to the client. It runs on a goroutine of
@@ -63,7 +69,7 @@ type Config struct {
 	// UnversionedSettle is, for a server that publishes diagnostics without a version, how
 	// long Diagnostics waits after the server answered its ordering request for a set to
 	// arrive, before it takes the last set that arrived since the version was sent (see
-	// Client.Diagnostics); 0 means DefaultUnversionedSettle. Servers that name versions, and
+	// Client.Diagnostics); 0 means 300ms. Servers that name versions, and
 	// pulled diagnostics, do not wait.
 	UnversionedSettle time.Duration
 
@@ -71,7 +77,7 @@ type Config struct {
 	// (FilesChanged), for the server to publish again before it takes the set it held from
 	// before as still current: a server republishes only the documents whose diagnostics
 	// changed (gopls waits its diagnosticsDelay, 1s by default, after a change on disk).
-	// 0 means DefaultFileEventSettle (3s).
+	// 0 means 3s.
 	FileEventSettle time.Duration
 	// WatchFiles, when set, watches the workspace root for changes on disk (fsnotify: inotify,
 	// kqueue, ReadDirectoryChangesW) and sends them with FilesChanged: bursts gathered over
@@ -89,7 +95,7 @@ type Config struct {
 	// before the queue (Client.Diagnostics), so a drop never loses them.
 	OnNotification func(method string, params json.RawMessage)
 	// NotificationQueue bounds the queue in front of OnNotification, in messages (each at most
-	// MaxFrameBytes); 0 means DefaultNotificationQueue.
+	// MaxFrameBytes); 0 means 4096.
 	NotificationQueue int
 	// Handlers answer server-to-client requests, by method, over the defaults
 	// (workspace/configuration, window/workDoneProgress/create, client/registerCapability,
@@ -101,7 +107,7 @@ type Config struct {
 	Handlers map[string]RequestHandler
 
 	// MaxFrameBytes caps the body of one message from the server; a larger frame fails the
-	// connection with ErrFrameTooLarge. 0 means DefaultMaxFrameBytes.
+	// connection with ErrFrameTooLarge. 0 means 64 MiB.
 	MaxFrameBytes int64
 	// StderrTailBytes is how much of the server's stderr is kept in memory (0 means
 	// subprocess.DefaultTailBytes); StderrSpillBytes > 0 also keeps the whole stderr, up to
@@ -148,15 +154,15 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 	}
 	c.Root = filepath.Clean(c.Root)
 	if fi, err := os.Stat(c.Root); err != nil {
-		return c, fmt.Errorf("lsp: workspace root: %w (%w)", err, subprocess.ErrNotFound)
+		return c, newError("start", "workspace root "+c.Root, subprocess.ErrNotFound, err)
 	} else if !fi.IsDir() {
 		return c, invalid("Root", c.Root+" is not a directory")
 	}
 	if c.MaxFrameBytes == 0 {
-		c.MaxFrameBytes = DefaultMaxFrameBytes
+		c.MaxFrameBytes = defaultMaxFrameBytes
 	}
 	if c.NotificationQueue == 0 {
-		c.NotificationQueue = DefaultNotificationQueue
+		c.NotificationQueue = defaultNotificationQueue
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -173,10 +179,10 @@ func (c Config) withDefaults(svc *subprocess.Service) (Config, error) {
 		}
 	}
 	if c.UnversionedSettle == 0 {
-		c.UnversionedSettle = DefaultUnversionedSettle
+		c.UnversionedSettle = defaultUnversionedSettle
 	}
 	if c.FileEventSettle == 0 {
-		c.FileEventSettle = DefaultFileEventSettle
+		c.FileEventSettle = defaultFileEventSettle
 	}
 	if c.Capabilities == nil {
 		c.Capabilities = DefaultCapabilities()
@@ -220,7 +226,7 @@ func patchCapabilities(caps json.RawMessage, path []string, v any) json.RawMessa
 }
 
 func invalid(field, msg string) error {
-	return fmt.Errorf("lsp: Config.%s: %s (%w)", field, msg, subprocess.ErrInvalid)
+	return invalidArg("start", "Config."+field, msg)
 }
 
 // DefaultCapabilities returns the client capabilities sent when Config.Capabilities is nil:

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/subkit/subkit/subprocess"
+	"github.com/subkit/subkit/internal/backoff"
 )
 
 // DiagnosticSet is the server's diagnostics of one document, with the version they answer.
@@ -97,23 +97,9 @@ func (c *Client) keep(set DiagnosticSet, published bool) {
 	c.diagsChanged = make(chan struct{})
 }
 
-// LastDiagnostics returns the diagnostics last stored for uri (published, or pulled by
-// Diagnostics), and whether there are any.
-func (c *Client) LastDiagnostics(uri string) (DiagnosticSet, bool) {
-	if c == nil || c.diags == nil {
-		return DiagnosticSet{}, false
-	}
-	c.diagMu.Lock()
-	defer c.diagMu.Unlock()
-	d, ok := c.diags[uri]
-	if !ok {
-		return DiagnosticSet{}, false
-	}
-	return d.clone(), true
-}
-
 // AllDiagnostics returns the last diagnostics of every URI the server published for (an empty
-// list when it cleared them) or that Diagnostics pulled.
+// list when it cleared them, documents the client never opened included) or that Diagnostics
+// pulled, whatever version they answer: a snapshot of what the server reported.
 func (c *Client) AllDiagnostics() map[string]DiagnosticSet {
 	if c == nil || c.diags == nil {
 		return nil
@@ -127,33 +113,40 @@ func (c *Client) AllDiagnostics() map[string]DiagnosticSet {
 	return out
 }
 
-// WaitDiagnostics waits until the diagnostics last stored for uri satisfy ok (nil: any set),
-// and returns them, whatever version they answer (Diagnostics waits for a version). It fails
-// with ctx's error, or with the connection's error when the server ends first.
-func (c *Client) WaitDiagnostics(ctx context.Context, uri string, ok func([]Diagnostic) bool) ([]Diagnostic, error) {
-	if err := c.usable(ctx, "wait for diagnostics"); err != nil {
-		return nil, err
-	}
-	for {
-		c.diagMu.Lock()
-		d, have := c.diags[uri]
-		changed := c.diagsChanged
-		c.diagMu.Unlock()
-		if have && (ok == nil || ok(d.Diagnostics)) {
-			return d.clone().Diagnostics, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("lsp: waiting for diagnostics of %s: %w", uri, ctx.Err())
-		case <-c.done:
-			if d, have := c.LastDiagnostics(uri); have && (ok == nil || ok(d.Diagnostics)) {
-				return d.Diagnostics, nil
-			}
-			return nil, c.final
-		}
-	}
+// LastDiagnostics returns the diagnostics last stored for uri (published, or pulled by
+// Diagnostics), and whether there are any.
+//
+// Deprecated: use Diagnostics(ctx, uri, 0, NoWait).
+func (c *Client) LastDiagnostics(uri string) (DiagnosticSet, bool) {
+	set, err := c.Diagnostics(context.Background(), uri, 0, NoWait)
+	return set, err == nil
 }
+
+// held returns the set stored for uri, when there is one.
+func (c *Client) held(uri string) (DiagnosticSet, bool) {
+	if c == nil || c.diags == nil {
+		return DiagnosticSet{}, false
+	}
+	c.diagMu.Lock()
+	defer c.diagMu.Unlock()
+	d, ok := c.diags[uri]
+	if !ok {
+		return DiagnosticSet{}, false
+	}
+	return d.clone(), true
+}
+
+// DiagnosticsOption changes how Diagnostics reads a set.
+type DiagnosticsOption int
+
+// NoWait makes Diagnostics return at once, without asking the server: the set held now for
+// the URI when it answers the version asked or a later one, else an error wrapping
+// ErrNoDiagnostics. A set published without a version answers the version current at its
+// arrival (Versioned false): after WaitQuiet it is the server's settled word.
+const NoWait DiagnosticsOption = 1
+
+// ErrNoDiagnostics: Diagnostics with NoWait found no set for the version asked (yet).
+var ErrNoDiagnostics = errors.New("no diagnostics held for that version")
 
 // Diagnostics returns the diagnostics of uri for version or a later one (version 0: any
 // version), never an older set.
@@ -183,18 +176,26 @@ func (c *Client) WaitDiagnostics(ctx context.Context, uri string, ok func([]Diag
 //     have checked already.
 //
 // A server may publish more than once for one version (gopls: compiler errors, then its
-// analyses): the first set for the version answers. WaitQuiet, then LastDiagnostics, gives a
-// settled set. Diagnostics fails with ErrNotOpen when version is above the document's current
-// version (it could never arrive), with ctx's error, or with the connection's error.
-func (c *Client) Diagnostics(ctx context.Context, uri string, version int) (DiagnosticSet, error) {
+// analyses): the first set for the version answers. WaitQuiet, then Diagnostics with NoWait,
+// gives a settled set. Diagnostics fails with ErrNotOpen when version is above the document's
+// current version (it could never arrive), with ctx's error, or with the connection's error.
+// Version 0 asks for any set, of any document the server published for, open or not.
+func (c *Client) Diagnostics(ctx context.Context, uri string, version int, opts ...DiagnosticsOption) (DiagnosticSet, error) {
 	if err := c.usable(ctx, "diagnostics"); err != nil {
 		return DiagnosticSet{}, err
 	}
 	if version < 0 {
-		return DiagnosticSet{}, fmt.Errorf("lsp: diagnostics of %s: negative version %d (%w)", uri, version, subprocess.ErrInvalid)
+		return DiagnosticSet{}, invalidArg("diagnostics", uri, fmt.Sprintf("negative version %d", version))
 	}
 	if cur, _ := c.version(uri); version > cur {
-		return DiagnosticSet{}, fmt.Errorf("lsp: diagnostics of %s for version %d: the client sent version %d at most: %w", uri, version, cur, ErrNotOpen)
+		return DiagnosticSet{}, newError("diagnostics", uri, ErrNotOpen,
+			fmt.Errorf("version %d asked, the client sent version %d at most", version, cur))
+	}
+	if slices.Contains(opts, NoWait) {
+		if d, ok := c.held(uri); ok && d.Version >= version {
+			return d, nil
+		}
+		return DiagnosticSet{}, newError("diagnostics", uri, ErrNoDiagnostics, fmt.Errorf("version %d", version))
 	}
 	if id, ok := c.pullIdentifier(); ok {
 		return c.pull(ctx, uri, id)
@@ -241,30 +242,28 @@ func (c *Client) pullIdentifier() (string, bool) {
 	return opts.Identifier, true
 }
 
-// pullRetryPause is the first pause before asking again after ServerCancelled or
-// ContentModified; it doubles up to a second.
-const pullRetryPause = 20 * time.Millisecond
+// pullRetry is the back-off between asks after ServerCancelled or ContentModified: 20ms
+// first, doubling up to a second.
+var pullRetry = backoff.Policy{First: 20 * time.Millisecond, Max: time.Second}
 
 func (c *Client) pull(ctx context.Context, uri, identifier string) (DiagnosticSet, error) {
-	pause := pullRetryPause
+	var w *backoff.Poller
 	for {
 		set, retry, err := c.pullOnce(ctx, uri, identifier)
 		if !retry {
 			return set, err
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return DiagnosticSet{}, fmt.Errorf("lsp: pull diagnostics of %s: %w (last answer: %w)", uri, ctx.Err(), err)
+		if w == nil {
+			w = pullRetry.Start()
 		}
-		pause = min(2*pause, time.Second)
+		if werr := w.Wait(ctx); werr != nil {
+			return DiagnosticSet{}, ctxError("pull diagnostics", uri, fmt.Errorf("%w (last answer: %w)", werr, err))
+		}
 	}
 }
 
 func (c *Client) pullOnce(ctx context.Context, uri, identifier string) (set DiagnosticSet, retry bool, err error) {
-	held, _ := c.LastDiagnostics(uri)
+	held, _ := c.held(uri)
 	params := map[string]any{"textDocument": map[string]string{"uri": uri}}
 	if identifier != "" {
 		params["identifier"] = identifier
@@ -315,7 +314,7 @@ func (c *Client) pullOnce(ctx context.Context, uri, identifier string) (set Diag
 				c.diags[uri] = d
 			}
 			c.diagMu.Unlock()
-			return DiagnosticSet{}, true, fmt.Errorf("lsp: pull diagnostics of %s: unchanged from an unknown result %q", uri, report.ResultID)
+			return DiagnosticSet{}, true, newError("pull diagnostics", uri, nil, fmt.Errorf("unchanged from an unknown result %q", report.ResultID))
 		}
 		set.Diagnostics = held.Diagnostics
 	}
@@ -392,16 +391,16 @@ func (c *Client) waitPushed(ctx context.Context, uri string, version int) (Diagn
 		case r := <-barrier:
 			if r.err != nil {
 				if ctx.Err() != nil {
-					return DiagnosticSet{}, fmt.Errorf("lsp: waiting for diagnostics of %s (version %d): %w", uri, version, ctx.Err())
+					return DiagnosticSet{}, ctxError("wait for diagnostics", uri, ctx.Err())
 				}
 				return DiagnosticSet{}, r.err
 			}
 			answered, answerSeq, answerAt = true, r.seq, time.Now()
 			barrier = make(chan barrierResult) // never ready: the answer is in
 		case <-ctx.Done():
-			return DiagnosticSet{}, fmt.Errorf("lsp: waiting for diagnostics of %s (version %d): %w", uri, version, ctx.Err())
+			return DiagnosticSet{}, ctxError("wait for diagnostics", uri, ctx.Err())
 		case <-c.done:
-			if d, have := c.LastDiagnostics(uri); have && d.Version >= version && (d.Versioned || d.Ordered || version == 0) {
+			if d, have := c.held(uri); have && d.Version >= version && (d.Versioned || d.Ordered || version == 0) {
 				return d, nil
 			}
 			return DiagnosticSet{}, c.final
@@ -570,7 +569,7 @@ func (c *Client) WaitQuiet(ctx context.Context, quiet time.Duration) error {
 		return err
 	}
 	if quiet <= 0 {
-		return fmt.Errorf("lsp: WaitQuiet: quiet must be positive, not %v (%w)", quiet, subprocess.ErrInvalid)
+		return invalidArg("wait for quiet", "", fmt.Sprintf("quiet must be positive, not %v", quiet))
 	}
 	begin := time.Now()
 	t := time.NewTimer(quiet)
@@ -591,7 +590,7 @@ func (c *Client) WaitQuiet(ctx context.Context, quiet time.Duration) error {
 		case <-t.C:
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("lsp: waiting for diagnostics to settle: %w", ctx.Err())
+			return ctxError("wait for quiet", "", ctx.Err())
 		case <-c.done:
 			return c.final
 		}

@@ -14,8 +14,8 @@
 // default) fails the connection with ErrFrameTooLarge instead of being read. One goroutine
 // reads, one writes. The reader never waits for a consumer: notifications go to a bounded queue
 // served by Config.OnNotification on a goroutine of its own (when it falls behind, new ones
-// are dropped and counted), publishDiagnostics is also stored per URI (Diagnostics,
-// WaitDiagnostics), and every request from the server is answered on a goroutine of its own.
+// are dropped and counted), publishDiagnostics is also stored per URI (Diagnostics), and every
+// request from the server is answered on a goroutine of its own.
 // Requests the server may send before initialize is even answered are handled by default:
 // workspace/configuration from Config.Settings, null for window/workDoneProgress/create,
 // client/registerCapability, client/unregisterCapability, window/showMessageRequest and the
@@ -31,14 +31,17 @@
 // server took it); OffsetToPosition, PositionToOffset, PositionIn and CharacterColumn convert.
 // Diagnostics are stored with the version they answer (a publish's own version, the version
 // current at its arrival when it names none, or the version a pull was sent for); a versioned
-// publish older than the set held is stale and dropped. Diagnostics(ctx, uri, version) returns
-// a set for that version or a later one, never an older one, by pull (textDocument/diagnostic,
-// offered statically or registered dynamically) or by waiting for a publish. A set published
+// publish older than the set held is stale and dropped. Diagnostics(ctx, uri, version) is the
+// one read: it returns a set for that version or a later one, never an older one, by pull
+// (textDocument/diagnostic, offered statically or registered dynamically) or by waiting for a
+// publish; with NoWait it returns the set held now, or ErrNoDiagnostics. Version 0 asks for
+// any set. AllDiagnostics is a snapshot of every set held. A set published
 // without a version is ordered against a request that needs the current text
 // (DiagnosticSet.Ordered), and a text identical to one already answered, nothing else having
 // changed, is answered from that answer (DiagnosticSet.Reused); Client.Diagnostics says which
 // guarantee each kind of server gets. WaitQuiet waits until nothing has been published for a
-// while.
+// while. A file is opened by reading it with ReadDocument (regular files only, size capped)
+// and passing its FileURI to Open.
 //
 // Files on disk: FilesChanged tells the server what changed (workspace/didChangeWatchedFiles,
 // filtered by the watchers the server registered) and brings the open documents it names in
@@ -60,11 +63,17 @@
 // it into Config.Handlers for workspace/applyEdit.
 //
 // Pool keeps servers keyed by (command, root), shared by its callers, restarts a crashed one
-// with back-off (its open documents re-opened on the new server with their versions and texts),
+// with back-off (its open documents re-opened on the new server with their versions and texts;
+// Server.Client returns the Client of the process running now),
 // gives up with a *RestartLimitError after PoolConfig.MaxRestarts restarts within
 // PoolConfig.RestartWindow, ends one server on request (Evict) or once it has been idle for
 // PoolConfig.IdleTimeout, and shuts them all down at once. Start and NewPool take the
 // caller's *subprocess.Service and never close it.
+//
+// Errors say what failed in one shape (an *Error: "lsp: op name: kind: cause (hint)", or a
+// *ServerExitError, *ConnError, *RPCError, *EditError, *RestartLimitError) and wrap a sentinel
+// of this package or of subprocess: a bad argument wraps subprocess.ErrInvalid, and ErrClosed
+// (a Client or a Pool shut down) matches subprocess.ErrClosed too.
 //
 // Call takes a context: when it ends first, the client sends $/cancelRequest and returns. When
 // the server dies, every pending call fails at once with a *ServerExitError carrying its exit

@@ -8,16 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-
-	"github.com/subkit/subkit/subprocess"
 )
 
 var (
-	// ErrNotOpen: a document operation named a URI the client has not opened (Open, DidOpen,
-	// OpenFile), or a version of it that was never sent.
-	ErrNotOpen = errors.New("lsp: document is not open")
+	// ErrNotOpen: a document operation named a URI the client has not opened (Open), or a
+	// version of it that was never sent.
+	ErrNotOpen = errors.New("document is not open")
 	// ErrAlreadyOpen: Open named a URI that is open already; Change it, or CloseDocument first.
-	ErrAlreadyOpen = errors.New("lsp: document is already open")
+	ErrAlreadyOpen = errors.New("document is already open")
 )
 
 // SyncKind is how the server wants document changes: none, the full text, or incremental
@@ -184,7 +182,7 @@ func (c *Client) lockDocs(ctx context.Context) error {
 	case c.docSem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("lsp: waiting to send a document change: %w", ctx.Err())
+		return ctxError("wait to send a document change", "", ctx.Err())
 	}
 }
 
@@ -192,32 +190,31 @@ func (c *Client) unlockDocs() { <-c.docSem }
 
 // Open opens a document (textDocument/didOpen) with the next version of its URI (1 the first
 // time; a document closed and opened again goes on from its last version, so versions never
-// repeat) and returns that version. The client keeps the text, to apply later changes to it
-// and to know which version a diagnostic answers. A server that asked for no open/close
-// notifications is sent none; the document is kept all the same.
+// repeat) and returns that version. An empty languageID is the one LanguageID gives the URI's
+// path. The client keeps the text, to apply later changes to it and to know which version a
+// diagnostic answers. A server that asked for no open/close notifications is sent none; the
+// document is kept all the same. To open a file, read it with ReadDocument (which refuses
+// what is not a regular file, and caps the size) and pass FileURI of its path.
 func (c *Client) Open(ctx context.Context, uri, languageID, text string) (int, error) {
 	if err := c.usable(ctx, "open"); err != nil {
 		return 0, err
 	}
+	if languageID == "" {
+		if path, err := URIToPath(uri); err == nil {
+			languageID = LanguageID(path)
+		}
+	}
 	return c.open(ctx, TextDocumentItem{URI: uri, LanguageID: languageID, Text: text})
 }
 
-// DidOpen sends textDocument/didOpen for doc as given (Version 0 means the next version of
-// its URI) and keeps the document as Open does.
-func (c *Client) DidOpen(ctx context.Context, doc TextDocumentItem) error {
-	if err := c.usable(ctx, "textDocument/didOpen"); err != nil {
-		return err
-	}
-	_, err := c.open(ctx, doc)
-	return err
-}
-
+// open sends textDocument/didOpen for doc (Version 0 means the next version of its URI) and
+// keeps the document. A Pool re-opens documents on a restarted server with their versions.
 func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
 	if doc.URI == "" {
-		return 0, fmt.Errorf("lsp: open: empty URI (%w)", subprocess.ErrInvalid)
+		return 0, invalidArg("open", "", "empty URI")
 	}
 	if doc.Version < 0 {
-		return 0, fmt.Errorf("lsp: open %s: negative version %d (%w)", doc.URI, doc.Version, subprocess.ErrInvalid)
+		return 0, invalidArg("open", doc.URI, fmt.Sprintf("negative version %d", doc.Version))
 	}
 	if err := c.lockDocs(ctx); err != nil {
 		return 0, err
@@ -226,7 +223,7 @@ func (c *Client) open(ctx context.Context, doc TextDocumentItem) (int, error) {
 	c.docMu.Lock()
 	if _, open := c.docs[doc.URI]; open {
 		c.docMu.Unlock()
-		return 0, fmt.Errorf("lsp: open %s: %w", doc.URI, ErrAlreadyOpen)
+		return 0, newError("open", doc.URI, ErrAlreadyOpen, nil)
 	}
 	if doc.Version == 0 {
 		doc.Version = c.versions[doc.URI] + 1
@@ -254,9 +251,10 @@ func (c *Client) commitOpen(doc TextDocumentItem) {
 }
 
 // OpenFile reads the file at path (relative paths are taken against the workspace root) with
-// ReadDocument, at most Config.MaxFrameBytes of it, opens it as Open does with the language id
-// LanguageID gives, and returns its URI. A path that is not a regular file (a symbolic link, a
-// FIFO) fails with ErrNotRegular.
+// ReadDocument, at most Config.MaxFrameBytes of it, opens it with Open, and returns its URI.
+//
+// Deprecated: read the file with ReadDocument and call Open with FileURI(path) and an empty
+// languageID.
 func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
 	if err := c.usable(ctx, "open"); err != nil {
 		return "", err
@@ -266,10 +264,10 @@ func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
 	}
 	text, err := ReadDocument(path, c.cfg.MaxFrameBytes)
 	if err != nil {
-		return "", fmt.Errorf("lsp: open %s: %w", path, err)
+		return "", newError("open", path, nil, err)
 	}
 	uri := FileURI(path)
-	_, err = c.Open(ctx, uri, LanguageID(path), string(text))
+	_, err = c.Open(ctx, uri, "", string(text))
 	return uri, err
 }
 
@@ -288,7 +286,7 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 		return 0, err
 	}
 	if len(changes) == 0 {
-		return 0, fmt.Errorf("lsp: change %s: no changes given (%w)", uri, subprocess.ErrInvalid)
+		return 0, invalidArg("change", uri, "no changes given")
 	}
 	if err := c.lockDocs(ctx); err != nil {
 		return 0, err
@@ -305,20 +303,20 @@ func (c *Client) Change(ctx context.Context, uri string, changes ...TextChange) 
 	}
 	c.docMu.Unlock()
 	if !open {
-		return 0, fmt.Errorf("lsp: change %s: %w", uri, ErrNotOpen)
+		return 0, newError("change", uri, ErrNotOpen, nil)
 	}
 	enc := c.PositionEncoding()
 	span := func(text []byte, i int, ch TextChange) (int, int, error) {
 		start, err := PositionToOffset(text, ch.Range.Start, enc)
 		if err != nil {
-			return 0, 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
+			return 0, 0, newError("change", uri, nil, fmt.Errorf("change %d: %w", i, err))
 		}
 		end, err := PositionToOffset(text, ch.Range.End, enc)
 		if err == nil && end < start {
 			err = fmt.Errorf("%w: range ends before it starts", ErrPosition)
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("lsp: change %s: change %d: %w", uri, i, err)
+			return 0, 0, newError("change", uri, nil, fmt.Errorf("change %d: %w", i, err))
 		}
 		return start, end, nil
 	}
@@ -400,7 +398,7 @@ func (c *Client) Save(ctx context.Context, uri string) error {
 	}
 	c.docMu.Unlock()
 	if !open {
-		return fmt.Errorf("lsp: save %s: %w", uri, ErrNotOpen)
+		return newError("save", uri, ErrNotOpen, nil)
 	}
 	if !c.sync.save {
 		return nil
@@ -427,7 +425,7 @@ func (c *Client) CloseDocument(ctx context.Context, uri string) error {
 	_, open := c.docs[uri]
 	c.docMu.Unlock()
 	if !open {
-		return fmt.Errorf("lsp: close %s: %w", uri, ErrNotOpen)
+		return newError("close", uri, ErrNotOpen, nil)
 	}
 	forget := func() {
 		c.docMu.Lock()

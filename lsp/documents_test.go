@@ -150,8 +150,8 @@ func TestDiagnosticsNeverStale(t *testing.T) {
 		assert.True(t, set.Versioned)
 		assert.Len(t, set.Diagnostics, v%2, "version %d", v)
 	}
-	last, ok := c.LastDiagnostics(uri)
-	require.True(t, ok)
+	last, err := c.Diagnostics(ctxT(t, time.Second), uri, 20, lsp.NoWait)
+	require.NoError(t, err)
 	assert.Equal(t, 20, last.Version, "a stale publish never replaces a newer set")
 	require.NoError(t, c.Close())
 }
@@ -202,8 +202,8 @@ func TestPullDiagnostics(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 2, set.Version)
 			assert.Empty(t, set.Diagnostics)
-			last, ok := c.LastDiagnostics(uri)
-			require.True(t, ok)
+			last, err := c.Diagnostics(ctxT(t, time.Second), uri, 2, lsp.NoWait)
+			require.NoError(t, err)
 			assert.Equal(t, 2, last.Version)
 		})
 	}
@@ -264,8 +264,11 @@ func TestSaveCloseReopen(t *testing.T) {
 			assert.Equal(t, 3, v, "versions go on after a close: never the same version twice")
 			_, version, _ := serverText(t, c, uri)
 			assert.Equal(t, 3, version)
-			require.NoError(t, c.DidOpen(ctxT(t, 10*time.Second), lsp.TextDocumentItem{URI: uri + "b", LanguageID: "plaintext", Version: 7, Text: "b"}))
+			v, err = c.Open(ctxT(t, 10*time.Second), uri+"b", "", "b")
+			require.NoError(t, err)
+			assert.Equal(t, 1, v)
 			assert.Len(t, c.Documents(), 2)
+			assert.Equal(t, "plaintext", c.Documents()[1].LanguageID, "the language id of the URI's path")
 		})
 	}
 }
@@ -311,8 +314,8 @@ func TestDocumentErrors(t *testing.T) {
 		_, ok := z.Document(uri)
 		assert.False(t, ok)
 		assert.Nil(t, z.Documents())
-		_, ok = z.LastDiagnostics(uri)
-		assert.False(t, ok)
+		_, err = z.Diagnostics(context.Background(), uri, 0, lsp.NoWait)
+		assert.ErrorIs(t, err, subprocess.ErrInvalid)
 		assert.ErrorIs(t, z.Err(), subprocess.ErrInvalid)
 		<-z.Done()
 		assert.Zero(t, z.Pid())

@@ -10,19 +10,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/subkit/subkit/internal/errtext"
+	"github.com/subkit/subkit/subprocess"
 )
 
 var (
 	// ErrVersionMismatch: a WorkspaceEdit names a version of an open document other than the
 	// one the client holds (the server computed it for an older text). Ask the server again.
-	ErrVersionMismatch = errors.New("lsp: the edit is for another version of the document")
+	ErrVersionMismatch = errors.New("the edit is for another version of the document")
 	// ErrOutsideRoot: a WorkspaceEdit names a file outside the workspace root, which
 	// ApplyEdit never touches.
-	ErrOutsideRoot = errors.New("lsp: the edit names a file outside the workspace root")
+	ErrOutsideRoot = errors.New("the edit names a file outside the workspace root")
 	// ErrBadEdit: a WorkspaceEdit cannot be applied as given: overlapping text edits, a range
 	// outside the text, a file to create that exists, one to rename or delete that does not.
-	ErrBadEdit = errors.New("lsp: the edit cannot be applied")
+	ErrBadEdit = errors.New("the edit cannot be applied")
 )
 
 // TextEdit replaces Range with NewText (an empty range inserts, an empty text deletes).
@@ -97,7 +101,7 @@ func (d *DocumentChange) UnmarshalJSON(b []byte) error {
 	case "", "create", "rename", "delete":
 		return nil
 	}
-	return fmt.Errorf("lsp: document change of unknown kind %q", d.Kind)
+	return newError("decode document change", "", subprocess.ErrInvalid, fmt.Errorf("unknown kind %q", d.Kind))
 }
 
 // WorkspaceEdit is a set of changes to the workspace (textDocument/rename's answer, a code
@@ -168,13 +172,11 @@ type EditError struct {
 }
 
 func (e *EditError) Error() string {
-	s := fmt.Sprintf("lsp: apply edit: change %d: %v", e.Index, e.Err)
+	hint := "nothing was changed"
 	if e.Applied {
-		s += " (the changes before it were applied)"
-	} else {
-		s += " (nothing was changed)"
+		hint = "the changes before it were applied"
 	}
-	return s
+	return errtext.Format("lsp", "apply edit", "change "+strconv.Itoa(e.Index), nil, e.Err, hint)
 }
 
 func (e *EditError) Unwrap() error { return e.Err }

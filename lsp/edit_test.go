@@ -31,7 +31,7 @@ func TestApplyEditOnDisk(t *testing.T) {
 	closed := writeFile(t, root, "closed.txt", "one two\n")
 	require.NoError(t, os.Chmod(closed, 0o640))
 	c := e.start(t, lsp.Config{Root: root}, "-sync=2")
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "open.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "open.txt")
 	require.NoError(t, err)
 
 	// Refused edits change nothing: a stale version, a file outside the root, overlaps.

@@ -8,14 +8,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/subkit/subkit/internal/errtext"
 	"github.com/subkit/subkit/internal/framing"
+	"github.com/subkit/subkit/subprocess"
 )
 
+// Sentinel kinds. An error of this package says what failed (an *Error, a *ServerExitError,
+// a *ConnError, a *RPCError, ...; test with errors.As) and wraps one of these or of
+// subprocess's kinds (test with errors.Is).
 var (
-	// ErrClosed: the Client was shut down (Shutdown or Close); start a new one.
-	ErrClosed = errors.New("lsp: client is shut down")
+	// ErrClosed: the Client was shut down (Shutdown or Close), or the Pool was; start a new
+	// one. errors.Is(err, subprocess.ErrClosed) holds for it too, so one test covers every
+	// closed adapter and a closed Service.
+	ErrClosed error = closedError("client is shut down")
 	// ErrServerExited is wrapped by every *ServerExitError.
-	ErrServerExited = errors.New("lsp: server exited")
+	ErrServerExited = errors.New("server exited")
 	// ErrFrameTooLarge: the server sent a frame over Config.MaxFrameBytes. The connection
 	// fails with a *ConnError wrapping a *FrameTooLargeError.
 	ErrFrameTooLarge = framing.ErrTooLarge
@@ -23,6 +30,47 @@ var (
 	// (a log line, a bad header, a frame cut short). The connection fails with a *ConnError.
 	ErrMalformedFrame = framing.ErrMalformed
 )
+
+// closedError is ErrClosed's type: its own message, and subprocess.ErrClosed's kind.
+type closedError string
+
+func (e closedError) Error() string { return string(e) }
+
+// Is reports whether target is subprocess.ErrClosed.
+func (e closedError) Is(target error) bool { return target == subprocess.ErrClosed }
+
+// Error is a failed operation of a Client, a Pool or a Server: what was being done (Op), to
+// what (Name: a URI, a path, a server), its kind (a sentinel of this package or of
+// subprocess, or nil), the cause, and what to do about it (Hint).
+type Error struct {
+	Op   string // "open", "change", "diagnostics", "start", "textDocument/hover", ...
+	Name string // the URI, path, server or key concerned, when there is one
+	Kind error  // ErrNotOpen, ErrClosed, subprocess.ErrInvalid, ..., or nil
+	Err  error  // the cause, or nil
+	Hint string // what the caller can do about it, when there is something to say
+}
+
+func (e *Error) Error() string {
+	return errtext.Format("lsp", e.Op, e.Name, e.Kind, e.Err, e.Hint)
+}
+
+// Unwrap returns the kind and the cause, so errors.Is matches both.
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }
+
+// newError is an *Error of op on name, of kind, caused by err.
+func newError(op, name string, kind, err error) *Error {
+	return &Error{Op: op, Name: name, Kind: kind, Err: err}
+}
+
+// invalidArg is an *Error of kind subprocess.ErrInvalid saying what is wrong with an argument.
+func invalidArg(op, name, msg string) *Error {
+	return &Error{Op: op, Name: name, Kind: subprocess.ErrInvalid, Err: errors.New(msg)}
+}
+
+// ctxError is the *Error of an operation cut short by ctx: it wraps ctx's error.
+func ctxError(op, name string, err error) *Error {
+	return &Error{Op: op, Name: name, Err: err}
+}
 
 // FrameTooLargeError is the frame that broke the cap: its announced size and the cap.
 type FrameTooLargeError = framing.TooLargeError
@@ -53,10 +101,11 @@ type RPCError struct {
 }
 
 func (e *RPCError) Error() string {
+	cause := fmt.Errorf("error %d: %s", e.Code, e.Message)
 	if e.Method != "" {
-		return fmt.Sprintf("lsp: %s: server error %d: %s", e.Method, e.Code, e.Message)
+		return errtext.Format("lsp", e.Method, "", nil, fmt.Errorf("server %w", cause), "")
 	}
-	return fmt.Sprintf("lsp: error %d: %s", e.Code, e.Message)
+	return errtext.Format("lsp", "answer", "", nil, cause, "")
 }
 
 // ServerExitError is how the server ended when it ended on its own (a crash, an exit nobody
@@ -78,7 +127,6 @@ type ServerExitError struct {
 
 func (e *ServerExitError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lsp: server %s (pid %d) ", e.Server, e.Pid)
 	if e.Cause != nil {
 		b.WriteString("was terminated after its connection failed and ")
 	}
@@ -90,11 +138,8 @@ func (e *ServerExitError) Error() string {
 	if last := lastLines(e.Stderr, 3, 400); last != "" {
 		fmt.Fprintf(&b, "; stderr ends: %s", strconv.Quote(last))
 	}
-	if e.Cause != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Cause.Error())
-	}
-	return b.String()
+	name := fmt.Sprintf("%s (pid %d)", e.Server, e.Pid)
+	return errtext.Format("lsp", "server", name, errors.New(b.String()), e.Cause, "")
 }
 
 // Is reports whether target is ErrServerExited.
@@ -114,14 +159,7 @@ type ConnError struct {
 }
 
 func (e *ConnError) Error() string {
-	s := fmt.Sprintf("lsp: %s from server %s failed: %v", e.Op, e.Server, e.Err)
-	if e.Op == "write" {
-		s = fmt.Sprintf("lsp: write to server %s failed: %v", e.Server, e.Err)
-	}
-	if e.Hint != "" {
-		s += " (" + e.Hint + ")"
-	}
-	return s
+	return errtext.Format("lsp", e.Op, "server "+e.Server, nil, e.Err, e.Hint)
 }
 
 func (e *ConnError) Unwrap() error { return e.Err }

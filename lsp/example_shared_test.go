@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/lsp"
@@ -35,9 +36,12 @@ func Example_sharedService() {
 	if err != nil {
 		panic(err)
 	}
-	uri, _ := c.OpenFile(context.Background(), "notes.txt")
-	diags, _ := c.WaitDiagnostics(context.Background(), uri, nil)
-	fmt.Println("diagnostics:", len(diags))
+	path := filepath.Join(root, "notes.txt")
+	text, _ := lsp.ReadDocument(path, 0)
+	uri := lsp.FileURI(path)
+	version, _ := c.Open(context.Background(), uri, "", string(text))
+	set, _ := c.Diagnostics(context.Background(), uri, version)
+	fmt.Println("diagnostics:", len(set.Diagnostics))
 
 	fmt.Println(c.Close(), sh.Close())
 	after, err := subprocess.Run(context.Background(), svc, subprocess.Spec{Path: "true"})

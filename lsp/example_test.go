@@ -33,9 +33,12 @@ func Example() {
 	info := c.InitializeResult().ServerInfo
 	fmt.Println("server:", info.Name, info.Version)
 
-	uri, _ := c.OpenFile(ctx, "notes.txt")
-	diags, _ := c.WaitDiagnostics(ctx, uri, nil)
-	for _, d := range diags {
+	path := filepath.Join(root, "notes.txt")
+	text, _ := lsp.ReadDocument(path, 0)
+	uri := lsp.FileURI(path)
+	version, _ := c.Open(ctx, uri, "", string(text))
+	set, _ := c.Diagnostics(ctx, uri, version)
+	for _, d := range set.Diagnostics {
 		fmt.Printf("notes.txt:%d:%d: %v: %s\n", d.Range.Start.Line+1, d.Range.Start.Character+1, d.Severity, d.Message)
 	}
 	h, _ := c.Hover(ctx, uri, lsp.Position{Line: 1, Character: 4})

@@ -281,7 +281,7 @@ func TestOversizeFrame(t *testing.T) {
 func TestOversizeFrameDefaultCap(t *testing.T) {
 	e := newEnv(t)
 	c := e.start(t, lsp.Config{})
-	err := c.Call(ctxT(t, 10*time.Second), "test/oversize", map[string]int{"size": lsp.DefaultMaxFrameBytes + 1}, nil)
+	err := c.Call(ctxT(t, 10*time.Second), "test/oversize", map[string]int{"size": 64<<20 + 1}, nil)
 	require.ErrorIs(t, err, lsp.ErrFrameTooLarge)
 	assert.Contains(t, err.Error(), "exceeds the cap of 67108864 bytes")
 }
@@ -322,12 +322,12 @@ func TestBadJSONIsSkipped(t *testing.T) {
 
 func TestErrorsAreTyped(t *testing.T) {
 	e := &lsp.ServerExitError{Server: "srv", Pid: 7, ExitCode: -1, Signal: "SIGSEGV", Stderr: []byte("a\nb\nc\nd\n")}
-	assert.Equal(t, `lsp: server srv (pid 7) was ended by SIGSEGV; stderr ends: "b\nc\nd"`, e.Error())
+	assert.Equal(t, `lsp: server srv (pid 7): was ended by SIGSEGV; stderr ends: "b\nc\nd"`, e.Error())
 	assert.True(t, errors.Is(e, lsp.ErrServerExited))
 	assert.Nil(t, e.Unwrap())
 	ce := &lsp.ConnError{Server: "srv", Op: "write", Err: os.ErrClosed}
 	assert.ErrorIs(t, ce, os.ErrClosed)
-	assert.Equal(t, "lsp: write to server srv failed: file already closed", ce.Error())
+	assert.Equal(t, "lsp: write server srv: file already closed", ce.Error())
 }
 
 // A server that leaves after exit in the middle of a frame (gopls sometimes dies between a

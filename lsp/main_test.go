@@ -40,7 +40,12 @@ func TestMain(m *testing.M) {
 	}))
 }
 
+// buildFake builds the fake server, or takes the one SUBKIT_LSP_FAKESERVER names: under Wine,
+// which has no go, make test-windows cross-builds it beforehand.
 func buildFake(dir string) (string, error) {
+	if p := os.Getenv("SUBKIT_LSP_FAKESERVER"); p != "" {
+		return p, nil
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
@@ -122,4 +127,20 @@ func jsonEq(t *testing.T, want any, got json.RawMessage, msg ...any) {
 	w, err := json.Marshal(want)
 	require.NoError(t, err)
 	require.JSONEq(t, string(w), string(got), msg...)
+}
+
+// openFile opens the file name (relative to the workspace root) as a user does: ReadDocument,
+// then Open with its FileURI; it returns the URI.
+func openFile(ctx context.Context, c *lsp.Client, name string) (string, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(c.Root(), name)
+	}
+	text, err := lsp.ReadDocument(path, 0)
+	if err != nil {
+		return "", err
+	}
+	uri := lsp.FileURI(path)
+	_, err = c.Open(ctx, uri, "", string(text))
+	return uri, err
 }

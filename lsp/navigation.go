@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/subkit/subkit/subprocess"
 )
 
 // Typed requests for navigation and edits. Every Position counts characters in the negotiated
@@ -79,7 +77,7 @@ func (c *Client) locations(ctx context.Context, method string, params any) ([]Lo
 	}
 	locs, err := decodeLocations(raw)
 	if err != nil {
-		return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+		return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 	}
 	return locs, nil
 }
@@ -162,7 +160,7 @@ func (c *Client) Completion(ctx context.Context, uri string, pos Position) (Comp
 		err = json.Unmarshal(raw, &list)
 	}
 	if err != nil {
-		return CompletionList{}, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+		return CompletionList{}, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 	}
 	if list.Items == nil {
 		list.Items = []CompletionItem{}
@@ -224,19 +222,19 @@ func (c *Client) DocumentSymbols(ctx context.Context, uri string) ([]DocumentSym
 			Location *Location `json:"location"`
 		}
 		if err := json.Unmarshal(it, &probe); err != nil {
-			return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+			return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 		}
 		if probe.Location != nil {
 			var si SymbolInformation
 			if err := json.Unmarshal(it, &si); err != nil {
-				return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+				return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 			}
 			flat = append(flat, si)
 			continue
 		}
 		var ds DocumentSymbol
 		if err := json.Unmarshal(it, &ds); err != nil {
-			return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+			return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 		}
 		out = append(out, ds)
 	}
@@ -290,7 +288,7 @@ func (c *Client) Rename(ctx context.Context, uri string, pos Position, newName s
 		return WorkspaceEdit{}, err
 	}
 	if newName == "" {
-		return WorkspaceEdit{}, fmt.Errorf("lsp: rename: empty new name (%w)", subprocess.ErrInvalid)
+		return WorkspaceEdit{}, invalidArg("rename", uri, "empty new name")
 	}
 	p := positionParams(uri, pos)
 	p["newName"] = newName
@@ -348,20 +346,20 @@ func (c *Client) CodeActions(ctx context.Context, uri string, rng Range, diagnos
 			Command json.RawMessage `json:"command"`
 		}
 		if err := json.Unmarshal(it, &probe); err != nil {
-			return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+			return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 		}
 		var s string
 		if json.Unmarshal(probe.Command, &s) == nil { // a bare Command
 			var cmd Command
 			if err := json.Unmarshal(it, &cmd); err != nil {
-				return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+				return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 			}
 			out = append(out, CodeAction{Title: cmd.Title, Command: &cmd})
 			continue
 		}
 		var a CodeAction
 		if err := json.Unmarshal(it, &a); err != nil {
-			return nil, fmt.Errorf("lsp: %s: decode result: %w", method, err)
+			return nil, newError(method, "", nil, fmt.Errorf("decode result: %w", err))
 		}
 		out = append(out, a)
 	}
@@ -401,7 +399,7 @@ func (c *Client) Formatting(ctx context.Context, uri string, opts FormattingOpti
 // file's text on disk) to a zero-based byte column of its line.
 func (c *Client) ByteColumn(uri string, pos Position) (int, error) {
 	if c == nil || c.h == nil {
-		return 0, fmt.Errorf("lsp: ByteColumn: not a Client from Start (%w)", subprocess.ErrInvalid)
+		return 0, invalidArg("byte column", "", "not a Client from Start")
 	}
 	var text []byte
 	if d, ok := c.Document(uri); ok {
@@ -412,7 +410,7 @@ func (c *Client) ByteColumn(uri string, pos Position) (int, error) {
 			return 0, err
 		}
 		if text, err = ReadDocument(p, c.cfg.MaxFrameBytes); err != nil {
-			return 0, fmt.Errorf("lsp: ByteColumn: %w", err)
+			return 0, newError("byte column", uri, nil, err)
 		}
 	}
 	return CharacterColumn(text, pos, c.PositionEncoding())

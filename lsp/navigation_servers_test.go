@@ -118,7 +118,7 @@ func TestNavigationRealServers(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			var uris []string
 			for _, f := range srv.open {
-				uri, err := c.OpenFile(ctxT(t, 10*time.Second), f)
+				uri, err := openFile(ctxT(t, 10*time.Second), c, f)
 				require.NoError(t, err)
 				uris = append(uris, uri)
 			}
@@ -214,7 +214,7 @@ func TestGoplsFormattingAndCodeActions(t *testing.T) {
 	c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "main.go")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "main.go")
 	require.NoError(t, err)
 	require.NoError(t, c.WaitReady(ctxT(t, 60*time.Second), uri))
 

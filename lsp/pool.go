@@ -11,31 +11,33 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/subkit/subkit/internal/backoff"
+	"github.com/subkit/subkit/internal/errtext"
 	"github.com/subkit/subkit/subprocess"
 )
 
 // Defaults applied to zero fields of a PoolConfig.
 const (
-	DefaultMaxRestarts   = 5
-	DefaultRestartWindow = 3 * time.Minute
-	DefaultBackoff       = 250 * time.Millisecond
-	DefaultMaxBackoff    = 10 * time.Second
-	DefaultStartTimeout  = time.Minute
+	defaultMaxRestarts   = 5
+	defaultRestartWindow = 3 * time.Minute
+	defaultBackoff       = 250 * time.Millisecond
+	defaultMaxBackoff    = 10 * time.Second
+	defaultStartTimeout  = time.Minute
 )
 
 // ErrRestartLimit is wrapped by every *RestartLimitError.
-var ErrRestartLimit = errors.New("lsp: server keeps crashing; restart limit reached")
+var ErrRestartLimit = errors.New("server keeps crashing; restart limit reached")
 
 // PoolConfig says how a Pool restarts its servers. Zero fields take the documented defaults.
 type PoolConfig struct {
 	// MaxRestarts is how many restarts of one server are allowed within RestartWindow; the
-	// next crash (or failed start) gives up with a *RestartLimitError. 0 means
-	// DefaultMaxRestarts; a negative value means no restart at all.
+	// next crash (or failed start) gives up with a *RestartLimitError. 0 means 5; a negative
+	// value means no restart at all.
 	MaxRestarts int
-	// RestartWindow is the sliding window MaxRestarts counts in; 0 means DefaultRestartWindow.
+	// RestartWindow is the sliding window MaxRestarts counts in; 0 means 3 minutes.
 	RestartWindow time.Duration
 	// Backoff is the pause before the first restart; each further restart within the window
-	// doubles it, up to MaxBackoff. 0 means DefaultBackoff and DefaultMaxBackoff.
+	// doubles it, up to MaxBackoff. 0 means 250ms and 10s.
 	Backoff    time.Duration
 	MaxBackoff time.Duration
 	// IdleTimeout, when positive, ends a server that no Get and no Server call has used for
@@ -43,7 +45,7 @@ type PoolConfig struct {
 	// its key starts a new one. 0 keeps servers until Evict or Shutdown.
 	IdleTimeout time.Duration
 	// StartTimeout bounds each start of a server (spawn, initialize, and re-opening its
-	// documents); 0 means DefaultStartTimeout.
+	// documents); 0 means a minute.
 	StartTimeout time.Duration
 	// Logger receives the pool's diagnostics (crashes, restarts); nil: none.
 	Logger *slog.Logger
@@ -70,17 +72,19 @@ type RestartLimitError struct {
 }
 
 func (e *RestartLimitError) Error() string {
-	s := fmt.Sprintf("lsp: server %s gave up after %d restarts within %v", e.Key, e.Restarts, e.Window)
-	if e.Last != nil {
-		s += ": last: " + e.Last.Error()
-	}
+	why := fmt.Sprintf("gave up after %d restarts within %v", e.Restarts, e.Window)
 	var exit *ServerExitError
 	if !errors.As(e.Last, &exit) {
 		if last := lastLines(e.Stderr, 3, 400); last != "" {
-			s += "; stderr ends: " + strconv.Quote(last)
+			why += "; stderr ends: " + strconv.Quote(last)
 		}
 	}
-	return s + " (fix the server or its configuration, then use a new Pool)"
+	var last error
+	if e.Last != nil {
+		last = fmt.Errorf("last: %w", e.Last)
+	}
+	return errtext.Format("lsp", "restart", e.Key.String(), errors.New(why), last,
+		"fix the server or its configuration, then use a new Pool")
 }
 
 // Is reports whether target is ErrRestartLimit.
@@ -119,24 +123,24 @@ type Pool struct {
 func NewPool(svc *subprocess.Service, cfg PoolConfig) (*Pool, error) {
 	switch {
 	case svc == nil:
-		return nil, fmt.Errorf("lsp: NewPool needs a *subprocess.Service (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("new pool", "", "NewPool needs a *subprocess.Service")
 	case cfg.RestartWindow < 0, cfg.Backoff < 0, cfg.MaxBackoff < 0, cfg.StartTimeout < 0, cfg.IdleTimeout < 0:
-		return nil, fmt.Errorf("lsp: PoolConfig: RestartWindow/Backoff/MaxBackoff/StartTimeout/IdleTimeout negative; use 0 for the default (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("new pool", "PoolConfig", "RestartWindow/Backoff/MaxBackoff/StartTimeout/IdleTimeout negative; use 0 for the default")
 	}
 	if cfg.MaxRestarts == 0 {
-		cfg.MaxRestarts = DefaultMaxRestarts
+		cfg.MaxRestarts = defaultMaxRestarts
 	}
 	if cfg.RestartWindow == 0 {
-		cfg.RestartWindow = DefaultRestartWindow
+		cfg.RestartWindow = defaultRestartWindow
 	}
 	if cfg.Backoff == 0 {
-		cfg.Backoff = DefaultBackoff
+		cfg.Backoff = defaultBackoff
 	}
 	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.Backoff)
+		cfg.MaxBackoff = max(defaultMaxBackoff, cfg.Backoff)
 	}
 	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = DefaultStartTimeout
+		cfg.StartTimeout = defaultStartTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -153,7 +157,7 @@ func NewPool(svc *subprocess.Service, cfg PoolConfig) (*Pool, error) {
 }
 
 // ErrNoServer: Evict named a key the pool holds no server for.
-var ErrNoServer = errors.New("lsp: no server of that key in the pool")
+var ErrNoServer = errors.New("no server of that key in the pool")
 
 // Evict ends the server of key and takes it out of the pool: its processes are shut down
 // (as Client.Shutdown does) and its documents forgotten; callers holding it get ErrClosed,
@@ -162,15 +166,15 @@ var ErrNoServer = errors.New("lsp: no server of that key in the pool")
 // ErrNoServer when the pool holds no such server, ErrClosed after Shutdown.
 func (p *Pool) Evict(ctx context.Context, key Key) error {
 	if p == nil || p.svc == nil {
-		return fmt.Errorf("lsp: Pool.Evict: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+		return invalidArg("evict", "", "not a Pool from NewPool")
 	}
 	if ctx == nil {
-		return fmt.Errorf("lsp: Pool.Evict: nil context (%w)", subprocess.ErrInvalid)
+		return invalidArg("evict", "", "nil context")
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return fmt.Errorf("lsp: Pool.Evict %s: %w", key, ErrClosed)
+		return newError("evict", key.String(), ErrClosed, nil)
 	}
 	s := p.servers[key]
 	if s != nil {
@@ -179,7 +183,7 @@ func (p *Pool) Evict(ctx context.Context, key Key) error {
 	}
 	p.mu.Unlock()
 	if s == nil {
-		return fmt.Errorf("lsp: Pool.Evict %s: %w", key, ErrNoServer)
+		return newError("evict", key.String(), ErrNoServer, nil)
 	}
 	return s.waitEnd(ctx)
 }
@@ -200,7 +204,7 @@ func (s *Server) startEnd() {
 				all.Go(func() {
 					if err := c.Close(); err != nil {
 						mu.Lock()
-						errs = append(errs, fmt.Errorf("lsp: pool: %s: %w", s.key, err))
+						errs = append(errs, newError("end", s.key.String(), nil, err))
 						mu.Unlock()
 					}
 				})
@@ -217,7 +221,7 @@ func (s *Server) waitEnd(ctx context.Context) error {
 	case <-s.ended:
 		return s.endErr
 	case <-ctx.Done():
-		return fmt.Errorf("lsp: ending server %s: %w", s.key, ctx.Err())
+		return ctxError("end", s.key.String(), ctx.Err())
 	}
 }
 
@@ -282,7 +286,7 @@ func (p *Pool) janitor() {
 // KeyOf returns the key cfg has in a pool running on svc.
 func KeyOf(svc *subprocess.Service, cfg Config) (Key, error) {
 	if svc == nil {
-		return Key{}, fmt.Errorf("lsp: KeyOf needs a *subprocess.Service (%w)", subprocess.ErrInvalid)
+		return Key{}, invalidArg("key", "", "KeyOf needs a *subprocess.Service")
 	}
 	cfg, err := cfg.withDefaults(svc)
 	if err != nil {
@@ -303,10 +307,10 @@ func KeyOf(svc *subprocess.Service, cfg Config) (Key, error) {
 // on starting for later callers).
 func (p *Pool) Get(ctx context.Context, cfg Config) (*Server, error) {
 	if p == nil || p.svc == nil {
-		return nil, fmt.Errorf("lsp: Pool.Get: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("get", "", "not a Pool from NewPool")
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("lsp: Pool.Get: nil context (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("get", "", "nil context")
 	}
 	key, err := KeyOf(p.svc, cfg)
 	if err != nil {
@@ -315,7 +319,7 @@ func (p *Pool) Get(ctx context.Context, cfg Config) (*Server, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("lsp: Pool.Get %s: %w", key, ErrClosed)
+		return nil, newError("get", key.String(), ErrClosed, nil)
 	}
 	s := p.servers[key]
 	if s == nil {
@@ -365,10 +369,10 @@ func (p *Pool) serverList() []*Server {
 // result. The Service is not closed.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	if p == nil || p.svc == nil {
-		return fmt.Errorf("lsp: Pool.Shutdown: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+		return invalidArg("shutdown", "", "not a Pool from NewPool")
 	}
 	if ctx == nil {
-		return fmt.Errorf("lsp: Pool.Shutdown: nil context (%w)", subprocess.ErrInvalid)
+		return invalidArg("shutdown", "", "nil context")
 	}
 	p.shutOnce.Do(func() {
 		p.mu.Lock()
@@ -395,7 +399,7 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	case <-p.shutDone:
 		return p.shutErr
 	case <-ctx.Done():
-		return fmt.Errorf("lsp: pool shutdown: %w", ctx.Err())
+		return ctxError("shutdown", "pool", ctx.Err())
 	}
 }
 
@@ -403,7 +407,7 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 // ShutdownTimeout + ExitTimeout + 3 x Grace among the pool's servers, plus 5s.
 func (p *Pool) Close() error {
 	if p == nil || p.svc == nil {
-		return fmt.Errorf("lsp: Pool.Close: not a Pool from NewPool (%w)", subprocess.ErrInvalid)
+		return invalidArg("close", "", "not a Pool from NewPool")
 	}
 	bound := time.Duration(0)
 	for _, s := range p.Servers() {
@@ -417,8 +421,13 @@ func (p *Pool) Close() error {
 	return p.Shutdown(ctx)
 }
 
-// Server is one server of a Pool. Its methods run on the current server process, waiting
-// (bounded by ctx) while a restart is under way.
+// Server is one server of a Pool, across its restarts. Client returns the Client of the
+// server process running now, waiting (bounded by ctx) while a start or a restart is under
+// way; every request and document operation goes through that Client. After a crash its
+// calls fail with a *ServerExitError (errors.Is ErrServerExited) and the Pool restarts the
+// server with the documents the Client held (same versions, same texts): call Client again
+// for the restarted one. A call is never retried on the next server on its own (the request
+// may have taken effect).
 type Server struct {
 	p   *Pool
 	key Key
@@ -483,10 +492,10 @@ func (s *Server) set(c *Client, failed error) {
 // restarts it; call Client again for the next one.
 func (s *Server) Client(ctx context.Context) (*Client, error) {
 	if s == nil || s.p == nil {
-		return nil, fmt.Errorf("lsp: Server: not a Server from Pool.Get (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("client", "", "not a Server from Pool.Get")
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("lsp: Server.Client: nil context (%w)", subprocess.ErrInvalid)
+		return nil, invalidArg("client", "", "nil context")
 	}
 	s.touch()
 	for {
@@ -506,7 +515,7 @@ func (s *Server) Client(ctx context.Context) (*Client, error) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("lsp: waiting for server %s: %w", s.key, ctx.Err())
+			return nil, ctxError("wait for server", s.key.String(), ctx.Err())
 		}
 	}
 }
@@ -527,11 +536,11 @@ func (s *Server) supervise() {
 			select {
 			case <-c.Done():
 			case <-s.ctx.Done():
-				s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+				s.set(nil, newError("server", s.key.String(), ErrClosed, nil))
 				return
 			}
 			if errors.Is(c.Err(), ErrClosed) { // shut down by a caller, not a crash
-				s.set(nil, fmt.Errorf("lsp: server %s was shut down: %w", s.key, ErrClosed))
+				s.set(nil, &Error{Op: "server", Name: s.key.String(), Kind: ErrClosed, Hint: "its client was shut down"})
 				return
 			}
 			docs = c.Documents()
@@ -539,7 +548,7 @@ func (s *Server) supervise() {
 			p.log.Warn("lsp: pool: server crashed", "server", s.key.String(), "err", err)
 		}
 		if s.ctx.Err() != nil {
-			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+			s.set(nil, newError("server", s.key.String(), ErrClosed, nil))
 			return
 		}
 		if !retryable(err) {
@@ -566,17 +575,10 @@ func (s *Server) supervise() {
 			p.log.Error("lsp: pool: giving up on a server", "server", s.key.String(), "restarts", made, "err", err)
 			return
 		}
-		pause := p.cfg.Backoff
-		for range made {
-			pause = min(2*pause, p.cfg.MaxBackoff)
-		}
 		s.set(nil, nil)
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
-			s.set(nil, fmt.Errorf("lsp: server %s: %w", s.key, ErrClosed))
+		pause := backoff.Policy{First: p.cfg.Backoff, Max: p.cfg.MaxBackoff}.Nth(made)
+		if backoff.Sleep(s.ctx, pause) != nil {
+			s.set(nil, newError("server", s.key.String(), ErrClosed, nil))
 			return
 		}
 		s.mu.Lock()
@@ -607,7 +609,7 @@ func (s *Server) start(docs []Document) (*Client, error) {
 		return nil, err
 	}
 	for _, d := range docs {
-		if err := c.DidOpen(ctx, TextDocumentItem{URI: d.URI, LanguageID: d.LanguageID, Version: d.Version, Text: d.Text}); err != nil {
+		if _, err := c.open(ctx, TextDocumentItem{URI: d.URI, LanguageID: d.LanguageID, Version: d.Version, Text: d.Text}); err != nil {
 			// The new server died already, or hung: end it and count it as a crash.
 			if cerr := c.Close(); cerr != nil {
 				err = errors.Join(err, cerr)
@@ -615,89 +617,8 @@ func (s *Server) start(docs []Document) (*Client, error) {
 			s.mu.Lock()
 			s.all = append(s.all, c)
 			s.mu.Unlock()
-			return nil, fmt.Errorf("lsp: re-open %s on the restarted server: %w", d.URI, err)
+			return nil, &Error{Op: "re-open", Name: d.URI, Err: err, Hint: "the restarted server failed at once"}
 		}
 	}
 	return c, nil
-}
-
-// Call is Client.Call on the current server. It is not retried on the next server after a
-// crash (the request may have taken effect): it fails with the crash's *ServerExitError.
-func (s *Server) Call(ctx context.Context, method string, params, result any) error {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Call(ctx, method, params, result)
-}
-
-// Notify is Client.Notify on the current server.
-func (s *Server) Notify(ctx context.Context, method string, params any) error {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Notify(ctx, method, params)
-}
-
-// Open is Client.Open on the current server; a restart re-opens the document.
-func (s *Server) Open(ctx context.Context, uri, languageID, text string) (int, error) {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return c.Open(ctx, uri, languageID, text)
-}
-
-// Change is Client.Change on the current server; a restart re-opens the document with the
-// changed text and version.
-func (s *Server) Change(ctx context.Context, uri string, changes ...TextChange) (int, error) {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return c.Change(ctx, uri, changes...)
-}
-
-// Save is Client.Save on the current server.
-func (s *Server) Save(ctx context.Context, uri string) error {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Save(ctx, uri)
-}
-
-// CloseDocument is Client.CloseDocument on the current server.
-func (s *Server) CloseDocument(ctx context.Context, uri string) error {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.CloseDocument(ctx, uri)
-}
-
-// Hover is Client.Hover on the current server.
-func (s *Server) Hover(ctx context.Context, uri string, pos Position) (*Hover, error) {
-	c, err := s.Client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.Hover(ctx, uri, pos)
-}
-
-// Diagnostics is Client.Diagnostics on the current server. When the server crashes while it
-// waits, it waits on the restarted one (which re-opened the document with the same version).
-func (s *Server) Diagnostics(ctx context.Context, uri string, version int) (DiagnosticSet, error) {
-	for {
-		c, err := s.Client(ctx)
-		if err != nil {
-			return DiagnosticSet{}, err
-		}
-		set, err := c.Diagnostics(ctx, uri, version)
-		if err != nil && errors.Is(err, ErrServerExited) && ctx.Err() == nil {
-			continue
-		}
-		return set, err
-	}
 }

@@ -50,14 +50,14 @@ func TestPoolRestartsAndReopens(t *testing.T) {
 	first, err := s.Client(ctxT(t, 10*time.Second))
 	require.NoError(t, err)
 	uri := lsp.FileURI(filepath.Join(cfg.Root, "a.txt"))
-	_, err = s.Open(ctxT(t, 10*time.Second), uri, "plaintext", "one ERROR")
+	_, err = first.Open(ctxT(t, 10*time.Second), uri, "plaintext", "one ERROR")
 	require.NoError(t, err)
-	v, err := s.Change(ctxT(t, 10*time.Second), uri, lsp.TextChange{Text: "two ERROR ERROR"})
+	v, err := first.Change(ctxT(t, 10*time.Second), uri, lsp.TextChange{Text: "two ERROR ERROR"})
 	require.NoError(t, err)
 	require.Equal(t, 2, v)
 	var n int
-	require.NoError(t, s.Call(ctxT(t, 10*time.Second), "test/echo", 1, &n)) // first request
-	require.NoError(t, s.Call(ctxT(t, 10*time.Second), "test/echo", 2, &n)) // second: then it exits
+	require.NoError(t, first.Call(ctxT(t, 10*time.Second), "test/echo", 1, &n)) // first request
+	require.NoError(t, first.Call(ctxT(t, 10*time.Second), "test/echo", 2, &n)) // second: then it exits
 	select {
 	case <-first.Done():
 	case <-ctxT(t, 10*time.Second).Done():
@@ -65,11 +65,11 @@ func TestPoolRestartsAndReopens(t *testing.T) {
 	}
 	assert.ErrorIs(t, first.Err(), lsp.ErrServerExited)
 
-	// The next request goes to the restarted server, which has the document.
-	require.NoError(t, s.Call(ctxT(t, 30*time.Second), "test/echo", 3, &n))
-	assert.Equal(t, 3, n)
-	second, err := s.Client(ctxT(t, 10*time.Second))
+	// Client waits for the restarted server, which has the document.
+	second, err := s.Client(ctxT(t, 30*time.Second))
 	require.NoError(t, err)
+	require.NoError(t, second.Call(ctxT(t, 10*time.Second), "test/echo", 3, &n))
+	assert.Equal(t, 3, n)
 	assert.NotSame(t, first, second)
 	assert.NotEqual(t, first.Pid(), second.Pid())
 	assert.Equal(t, 1, s.Restarts())
@@ -79,7 +79,7 @@ func TestPoolRestartsAndReopens(t *testing.T) {
 	assert.True(t, open, "re-opened on the new server")
 	assert.Equal(t, "two ERROR ERROR", text)
 	assert.Equal(t, 2, version, "with the version it had")
-	set, err := s.Diagnostics(ctxT(t, 10*time.Second), uri, 2)
+	set, err := second.Diagnostics(ctxT(t, 10*time.Second), uri, 2)
 	require.NoError(t, err)
 	assert.Len(t, set.Diagnostics, 2)
 
@@ -88,7 +88,10 @@ func TestPoolRestartsAndReopens(t *testing.T) {
 	assert.Empty(t, testutil.Marked(e.mark), "every server of the pool is gone")
 	_, err = p.Get(ctxT(t, time.Second), cfg)
 	assert.ErrorIs(t, err, lsp.ErrClosed)
-	assert.ErrorIs(t, s.Call(ctxT(t, time.Second), "test/echo", 4, nil), lsp.ErrClosed)
+	_, err = s.Client(ctxT(t, time.Second))
+	assert.ErrorIs(t, err, lsp.ErrClosed)
+	assert.ErrorIs(t, err, subprocess.ErrClosed, "one test covers every closed adapter")
+	assert.ErrorIs(t, second.Call(ctxT(t, time.Second), "test/echo", 4, nil), subprocess.ErrClosed)
 
 	// The pool never closes the caller's Service.
 	c := e.start(t, lsp.Config{})
@@ -109,7 +112,7 @@ func TestPoolGivesUp(t *testing.T) {
 	assert.ErrorIs(t, err, lsp.ErrRestartLimit)
 	assert.ErrorIs(t, err, lsp.ErrServerExited, "it wraps the last crash")
 	assert.Equal(t, 3, limit.Restarts)
-	assert.Equal(t, lsp.DefaultRestartWindow, limit.Window)
+	assert.Equal(t, 3*time.Minute, limit.Window, "the default window")
 	assert.Contains(t, string(limit.Stderr), "fatal: cannot start: no workspace")
 	assert.Contains(t, err.Error(), "gave up after 3 restarts")
 	assert.Contains(t, err.Error(), "cannot start")
@@ -193,7 +196,7 @@ func TestPoolEvict(t *testing.T) {
 	require.NoError(t, err)
 	ca, err := sa.Client(ctx)
 	require.NoError(t, err)
-	_, err = sa.Open(ctx, lsp.FileURI(filepath.Join(a.Root, "x.txt")), "plaintext", "x")
+	_, err = ca.Open(ctx, lsp.FileURI(filepath.Join(a.Root, "x.txt")), "plaintext", "x")
 	require.NoError(t, err)
 
 	require.NoError(t, pool.Evict(ctx, sa.Key()))

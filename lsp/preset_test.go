@@ -50,7 +50,7 @@ func TestPyrightStrictPreset(t *testing.T) {
 		c, err := lsp.Start(ctxT(t, 60*time.Second), e.svc, cfg)
 		require.NoError(t, err)
 		defer c.Close()
-		uri, err := c.OpenFile(ctxT(t, 10*time.Second), "a.py")
+		uri, err := openFile(ctxT(t, 10*time.Second), c, "a.py")
 		require.NoError(t, err)
 		set, err := c.Diagnostics(ctxT(t, 60*time.Second), uri, 1)
 		require.NoError(t, err)

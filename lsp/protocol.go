@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/subkit/subkit/subprocess"
 )
 
 // The LSP types of the Client's documents, diagnostics and hovers (navigation.go and edit.go
@@ -164,10 +166,10 @@ func FileURI(path string) string {
 func URIToPath(uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
-		return "", fmt.Errorf("lsp: %w", err)
+		return "", newError("uri to path", uri, subprocess.ErrInvalid, err)
 	}
 	if u.Scheme != "file" {
-		return "", fmt.Errorf("lsp: %q is not a file URI", uri)
+		return "", invalidArg("uri to path", uri, "not a file URI")
 	}
 	p := u.Path
 	if runtime.GOOS == "windows" && len(p) >= 3 && p[0] == '/' && p[2] == ':' {
@@ -225,7 +227,7 @@ func LanguageID(path string) string {
 // ErrPosition is wrapped by the errors of the position helpers (PositionFor, PositionIn,
 // OffsetToPosition, PositionToOffset, CharacterColumn) and of a Change whose range is not in
 // the document.
-var ErrPosition = errors.New("lsp: position outside the text")
+var ErrPosition = errors.New("position outside the text")
 
 // PositionFor converts a 1-based line and 1-based byte column (as compilers print them) in
 // text to an LSP Position in UTF-16 units (the protocol's default encoding; PositionIn takes

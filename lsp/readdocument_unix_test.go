@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subkit/subkit/lsp"
+	"github.com/subkit/subkit/subprocess"
 )
 
-// TestOpenFileReadsOnlyRegularFiles: what a confined program may have put at a path of the
+// TestReadDocumentReadsOnlyRegularFiles: what a confined program may have put at a path of the
 // workspace is not read: a symbolic link to a file outside (a secret), a FIFO no one writes
-// (OpenFile returns at once), a directory; nor more than the cap of a regular file. The server
-// gets none of it.
-func TestOpenFileReadsOnlyRegularFiles(t *testing.T) {
+// (ReadDocument returns at once), a directory; nor more than the cap of a regular file. The
+// server gets none of it.
+func TestReadDocumentReadsOnlyRegularFiles(t *testing.T) {
 	c := newEnv(t).start(t, lsp.Config{MaxFrameBytes: 1 << 20})
 	dir := c.Root()
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -30,25 +31,26 @@ func TestOpenFileReadsOnlyRegularFiles(t *testing.T) {
 	for _, name := range []string{"link.txt", "fifo.txt", "sub.txt"} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.OpenFile(ctxT(t, 10*time.Second), name)
+			_, err := openFile(ctxT(t, 10*time.Second), c, name)
 			done <- err
 		}()
 		var err error
 		select {
 		case err = <-done:
 		case <-time.After(time.Minute): // only an open that waits for a FIFO's writer hangs
-			t.Fatalf("OpenFile(%s) did not return", name)
+			t.Fatalf("ReadDocument(%s) did not return", name)
 		}
 		assert.ErrorIs(t, err, lsp.ErrNotRegular, name)
 		_, ok := c.Document(lsp.FileURI(filepath.Join(dir, name)))
 		assert.False(t, ok, "%s is not opened", name)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.txt"), make([]byte, 1<<20+1), 0o600))
-	_, err := c.OpenFile(ctxT(t, 10*time.Second), "big.txt")
+	_, err := lsp.ReadDocument(filepath.Join(dir, "big.txt"), 1<<20)
 	assert.ErrorContains(t, err, "larger than 1048576 bytes")
+	assert.ErrorIs(t, err, subprocess.ErrLimit)
 
 	writeFile(t, dir, "plain.txt", "text")
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "plain.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "plain.txt")
 	require.NoError(t, err)
 	text, _, open := serverText(t, c, uri)
 	assert.True(t, open)

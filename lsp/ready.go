@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"context"
-	"fmt"
 )
 
 // WaitReady waits until the server is ready to answer questions about uri: it has answered
@@ -20,7 +19,7 @@ func (c *Client) WaitReady(ctx context.Context, uri string) error {
 	if uri != "" {
 		v, open := c.version(uri)
 		if !open {
-			return fmt.Errorf("lsp: wait until ready for %s: %w", uri, ErrNotOpen)
+			return newError("wait until ready", uri, ErrNotOpen, nil)
 		}
 		if _, err := c.Diagnostics(ctx, uri, v); err != nil {
 			return err
@@ -37,7 +36,7 @@ func (c *Client) WaitReady(ctx context.Context, uri string) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("lsp: wait until ready: work-done progress still open: %w", ctx.Err())
+			return &Error{Op: "wait until ready", Name: uri, Err: ctx.Err(), Hint: "work-done progress still open"}
 		case <-c.done:
 			return c.final
 		}

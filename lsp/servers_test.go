@@ -317,7 +317,7 @@ func TestGoplsFollowsTheDisk(t *testing.T) {
 			}))
 			require.NoError(t, err)
 			t.Cleanup(func() { c.Close() })
-			uri, err := c.OpenFile(ctxT(t, 10*time.Second), "main.go")
+			uri, err := openFile(ctxT(t, 10*time.Second), c, "main.go")
 			require.NoError(t, err)
 			set, err := c.Diagnostics(ctxT(t, 60*time.Second), uri, 1)
 			require.NoError(t, err)

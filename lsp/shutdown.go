@@ -99,13 +99,13 @@ func (c *Client) Shutdown(ctx context.Context) (Exit, error) {
 	cancel()
 	if err != nil {
 		if err := c.terminate(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("lsp: terminate %s: %w", c.name, err))
+			errs = append(errs, newError("terminate", c.name, nil, err))
 		}
 	}
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		return c.report(false), errors.Join(append(errs, fmt.Errorf("lsp: shutdown %s: %w", c.name, ctx.Err()))...)
+		return c.report(false), errors.Join(append(errs, ctxError("shutdown", c.name, ctx.Err()))...)
 	}
 	if err := c.endEscaped(ctx); err != nil {
 		errs = append(errs, err)
@@ -115,7 +115,7 @@ func (c *Client) Shutdown(ctx context.Context) (Exit, error) {
 	}
 	c.closeOnce.Do(func() {
 		if err := c.h.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("lsp: close %s: %w", c.name, err))
+			errs = append(errs, newError("close", c.name, nil, err))
 		}
 	})
 	return c.report(true), errors.Join(errs...)
@@ -151,7 +151,7 @@ func (c *Client) polite(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	if c.failed == nil {
-		c.failed = ErrClosed
+		c.failed = newError("call", c.name, ErrClosed, nil)
 	}
 	c.mu.Unlock()
 	c.stdin.Close() // some servers (gopls) leave only once their input ends
@@ -181,7 +181,7 @@ func (c *Client) endEscaped(ctx context.Context) error {
 	}
 	c.escaped.Add(int64(len(left)))
 	if err := c.h.Terminate(ctx); err != nil {
-		return fmt.Errorf("lsp: end processes that left %s's group: %w", c.name, err)
+		return &Error{Op: "end escaped processes", Name: c.name, Err: err, Hint: "they had left the server's process group"}
 	}
 	return nil
 }
@@ -229,7 +229,7 @@ func (c *Client) teardown(ctx context.Context) error {
 		select {
 		case <-w.ch:
 		case <-ctx.Done():
-			return fmt.Errorf("lsp: shutdown %s: waiting for %s: %w", c.name, w.what, ctx.Err())
+			return ctxError("shutdown", c.name, fmt.Errorf("waiting for %s: %w", w.what, ctx.Err()))
 		}
 	}
 	return nil

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/subkit/subkit/subprocess"
 )
 
 // FileChangeType is what happened to a file (workspace/didChangeWatchedFiles).
@@ -63,7 +61,7 @@ func (c *Client) FilesChanged(ctx context.Context, events ...FileEvent) error {
 	}
 	for i, e := range events {
 		if e.URI == "" || e.Type < FileCreated || e.Type > FileDeleted {
-			return fmt.Errorf("lsp: FilesChanged: event %d (%q, %v): want a URI and FileCreated, FileChanged or FileDeleted (%w)", i, e.URI, e.Type, subprocess.ErrInvalid)
+			return invalidArg("files changed", e.URI, fmt.Sprintf("event %d (%v): want a URI and FileCreated, FileChanged or FileDeleted", i, e.Type))
 		}
 	}
 	var errs []error
@@ -183,17 +181,17 @@ type rootWatcher struct {
 func startWatcher(c *Client, root, dir string) (*rootWatcher, error) {
 	w, err := fsnotify.NewBufferedWatcher(1024)
 	if err != nil {
-		return nil, fmt.Errorf("lsp: watch %s: %w", root, err)
+		return nil, newError("watch", root, nil, err)
 	}
 	rw := &rootWatcher{c: c, w: w, flushes: map[string]chan struct{}{}, done: make(chan struct{}), stop: make(chan struct{})}
 	if rw.sentinel, err = os.MkdirTemp(dir, "lsp-watch-"); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("lsp: watch %s: sentinel directory: %w", root, err)
+		return nil, newError("watch", root, nil, fmt.Errorf("sentinel directory: %w", err))
 	}
 	if err := w.Add(rw.sentinel); err != nil {
 		w.Close()
 		os.RemoveAll(rw.sentinel)
-		return nil, fmt.Errorf("lsp: watch %s: %w", rw.sentinel, err)
+		return nil, newError("watch", rw.sentinel, nil, err)
 	}
 	rw.addTree(root, nil)
 	go rw.run()
@@ -323,18 +321,18 @@ func (rw *rootWatcher) flush(ctx context.Context) error {
 		rw.mu.Lock()
 		delete(rw.flushes, name)
 		rw.mu.Unlock()
-		return fmt.Errorf("lsp: flush the file watcher: %w", err)
+		return newError("flush the file watcher", "", nil, err)
 	}
 	select {
 	case <-ch:
 		return nil
 	case <-rw.done:
-		return ErrClosed
+		return newError("flush the file watcher", "", ErrClosed, nil)
 	case <-ctx.Done():
 		rw.mu.Lock()
 		delete(rw.flushes, name)
 		rw.mu.Unlock()
-		return fmt.Errorf("lsp: flush the file watcher: %w", ctx.Err())
+		return ctxError("flush the file watcher", "", ctx.Err())
 	}
 }
 

@@ -36,7 +36,7 @@ func TestFilesChangedFollowsTheDisk(t *testing.T) {
 		t.Fatal("the fake server never registered its watcher")
 	}
 	a := writeFile(t, root, "a.txt", "need b.dep\n")
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "a.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "a.txt")
 	require.NoError(t, err)
 	set, err := c.Diagnostics(ctxT(t, 30*time.Second), uri, 1)
 	require.NoError(t, err)
@@ -91,7 +91,7 @@ func TestWatchFiles(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, root, "a.txt", "need sub/b.dep\n")
 	c := e.start(t, lsp.Config{Root: root, WatchFiles: true, FileEventSettle: 200 * time.Millisecond}, "-watch=**/*.dep")
-	uri, err := c.OpenFile(ctxT(t, 10*time.Second), "a.txt")
+	uri, err := openFile(ctxT(t, 10*time.Second), c, "a.txt")
 	require.NoError(t, err)
 	set, err := c.Diagnostics(ctxT(t, 30*time.Second), uri, 1)
 	require.NoError(t, err)
