@@ -94,10 +94,10 @@ type Service struct {
 	hurryNow context.CancelFunc
 	// after starts the timer of a Spec.Timeout: its channel and its stop; nil means
 	// time.NewTimer. Tests fire it on an event instead of a clock.
-	after func(d time.Duration) (<-chan time.Time, func() bool)
-	maxLive  int
-	log      *slog.Logger
-	backend  backend
+	after   func(d time.Duration) (<-chan time.Time, func() bool)
+	maxLive int
+	log     *slog.Logger
+	backend backend
 
 	guardWatch sync.WaitGroup // the goroutine that ends the trees of a guard that died
 	stopWatch  chan struct{}  // closed when Close begins

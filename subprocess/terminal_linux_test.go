@@ -112,12 +112,21 @@ func TestTerminalUTF8OneByteAtATime(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer term.Close()
-	for !isDone(term) {
+	ctx := ctxT(t, 30*time.Second)
+	for {
+		updated := term.Updated() // before the read, so no arrival is missed
 		d, err := term.ReadOutput(0, 0)
 		require.NoError(t, err)
 		require.True(t, utf8.Valid(d.Data))
 		require.NotContains(t, string(d.Data), "\uFFFD", "a partial character was replaced")
-		time.Sleep(5 * time.Millisecond)
+		if d.Done {
+			break
+		}
+		select {
+		case <-updated: // each byte comes on its own
+		case <-ctx.Done():
+			t.Fatalf("the output never ended: %q", d.Data)
+		}
 	}
 	d, err := term.ReadOutput(0, 0)
 	require.NoError(t, err)
@@ -126,15 +135,6 @@ func TestTerminalUTF8OneByteAtATime(t *testing.T) {
 	res, err := term.Wait(ctxT(t, 5*time.Second))
 	require.NoError(t, err)
 	assert.Equal(t, 0, res.ExitCode)
-}
-
-func isDone(term *subprocess.Terminal) bool {
-	select {
-	case <-term.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 func TestTerminalResizeAndClose(t *testing.T) {

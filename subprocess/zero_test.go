@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/subkit/subkit/subprocess"
 )
@@ -40,8 +39,8 @@ func zeroValues() {
 			bad = append(bad, name+": accessors not zero")
 		}
 		select {
-		case <-h.Done():
-		case <-time.After(time.Second):
+		case <-h.Done(): // closed already
+		default:
 			bad = append(bad, name+" Done blocks")
 		}
 	}
@@ -75,8 +74,8 @@ func zeroValues() {
 			bad = append(bad, name+": accessors not zero")
 		}
 		select {
-		case <-term.Done():
-		case <-time.After(time.Second):
+		case <-term.Done(): // closed already
+		default:
 			bad = append(bad, name+" Done blocks")
 		}
 	}
