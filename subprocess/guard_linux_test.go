@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
@@ -96,10 +97,26 @@ func startGuardedHost(t *testing.T) (*exec.Cmd, string) {
 // left one, whatever its environment says.
 func TestGuardEndsEverythingWhenTheHostIsKilled(t *testing.T) {
 	host, tag := startGuardedHost(t)
+	guard, err := procinspect.Lookup(context.Background(), guardOf(t, host))
+	require.NoError(t, err)
 	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
 	host.Wait()
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
-		10*time.Millisecond, "survivors of the host's death")
+	// The guard exits once it has ended everything (or given up on it).
+	require.NoError(t, posix.AwaitExit(ctxT(t, 60*time.Second), guard.Identity))
+	assert.Empty(t, testutil.Tagged(tag), "survivors of the host's death")
+}
+
+// guardOf is the pid of the host's guard.
+func guardOf(t *testing.T, host *exec.Cmd) int {
+	t.Helper()
+	for _, pid := range children(host.Process.Pid) {
+		env, _ := procinspect.Environ(context.Background(), pid)
+		if slices.Contains(env, "SUBKIT_HELPER=guard") {
+			return pid
+		}
+	}
+	t.Fatal("no guard among the host's children")
+	return 0
 }
 
 // A guard killed first has its trees ended by the host, and the processes it had adopted too,
@@ -107,14 +124,7 @@ func TestGuardEndsEverythingWhenTheHostIsKilled(t *testing.T) {
 // cleared environment); the host's own death then leaves nothing either.
 func TestGuardKilledFirst(t *testing.T) {
 	host, tag := startGuardedHost(t)
-	guardPid := 0
-	for _, pid := range children(host.Process.Pid) {
-		env, _ := procinspect.Environ(context.Background(), pid)
-		if slices.Contains(env, "SUBKIT_HELPER=guard") {
-			guardPid = pid
-		}
-	}
-	require.NotZero(t, guardPid, "no guard among the host's children")
+	guardPid := guardOf(t, host)
 	require.NoError(t, syscall.Kill(guardPid, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, subprocess.DefaultGrace+2*time.Second,
 		10*time.Millisecond, "the host did not end the trees of its dead guard")
