@@ -36,10 +36,11 @@ func TestWindowsCutEndsABlockedPump(t *testing.T) {
 	}()
 
 	c := newCollector("stdout", Output{Disposition: Collect}, &spillPlace{parent: t.TempDir()})
+	updated := c.updated() // before the pump starts, so its first bytes close it
 	go c.pump(r, false)
-	deadline := time.Now().Add(30 * time.Second)
-	for c.result(false).TotalBytes == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-updated:
+	case <-time.After(30 * time.Second):
 	}
 	require.NotZero(t, c.result(false).TotalBytes, "the holder writes")
 
@@ -71,13 +72,15 @@ func TestWindowsCutBetweenReads(t *testing.T) {
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
 		done := make(chan error, 1)
+		cutDone := make(chan struct{})
 		go func() {
 			buf := make([]byte, 1)
-			time.Sleep(2 * time.Millisecond) // the cut comes before the first read
+			<-cutDone // the cut comes before the first read
 			_, err := r.Read(buf)
 			done <- err
 		}()
 		require.NoError(t, cut(r))
+		close(cutDone)
 		select {
 		case err := <-done:
 			require.Error(t, err)

@@ -47,16 +47,17 @@ func firstLine(t *testing.T, h *subprocess.Handle) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		updated := h.Updated(subprocess.Stdout) // before the read, so no arrival is missed
 		d, err := h.ReadOutput(subprocess.Stdout, 0, 0)
 		require.NoError(t, err)
 		if line, _, ok := strings.Cut(string(d.Data), "\n"); ok {
 			return strings.TrimSpace(line)
 		}
 		require.False(t, d.Done, "stdout ended before a line: %q", d.Data)
-		require.True(t, time.Now().Before(deadline), "no line on stdout")
 		select {
-		case <-h.Updated(subprocess.Stdout):
-		case <-time.After(time.Second):
+		case <-updated:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("no line on stdout: %q", d.Data)
 		}
 	}
 }
@@ -387,14 +388,18 @@ func TestWindowsDrainBound(t *testing.T) {
 	settled := res.Stdout.TotalBytes
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		updated := h.Updated(subprocess.Stdout) // before the read, so no arrival is missed
 		d, err := h.ReadOutput(subprocess.Stdout, 0, 0)
 		require.NoError(t, err)
 		if d.Total > settled+50 {
 			assert.Contains(t, string(d.Data), "tick ")
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "no output read after settlement")
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-updated:
+		case <-time.After(time.Until(deadline)):
+			t.Fatal("no output read after settlement")
+		}
 	}
 
 	require.NoError(t, h.Terminate(ctxT(t, time.Minute)))
@@ -463,15 +468,16 @@ func streamEnds(t *testing.T, h *subprocess.Handle) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		updated := h.Updated(subprocess.Stdout) // before the read, so the end is not missed
 		d, err := h.ReadOutput(subprocess.Stdout, 0, 0)
 		require.NoError(t, err)
 		if d.Done {
 			return
 		}
-		require.True(t, time.Now().Before(deadline), "stdout still read 10s on")
 		select {
-		case <-h.Updated(subprocess.Stdout):
-		case <-time.After(100 * time.Millisecond):
+		case <-updated:
+		case <-time.After(time.Until(deadline)):
+			t.Fatal("stdout still read 10s on")
 		}
 	}
 }
