@@ -36,25 +36,14 @@ the managed prefix (DSH_).
 With --json it prints one JSON object and exits 0 once the command has run (130 when
 interrupted):
   {"argv","pid","exit_code"(null when signalled),"signal","timed_out","timeout_ms"(applied),
-   "cancelled","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
-   "stderr":{...},"command","pipes_held","survivors":[{"pid","comm"}],"sandbox":{...}}
+   "cancelled","pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
+   "stderr":{...},"sandbox":{...}(with --sandbox),"command","lingering","survivors":[{"pid","comm"}]}
+("lingering": the command left processes running, "survivors"; subkit ended them as it exited.)
 Without it, it prints the text a model would see (the tails, truncation notices with the spill
 file, the exit status, processes the command left running, which subkit ends as it exits).
 
 flags:
 `
-
-type bashOutput struct {
-	execOutput
-	Command   string         `json:"command"`
-	PipesHeld bool           `json:"pipes_held"` // a process it started held the output open past the drain grace
-	Survivors []survivorJSON `json:"survivors"`  // processes it left running (ended as subkit exited)
-}
-
-type survivorJSON struct {
-	Pid  int    `json:"pid"`
-	Comm string `json:"comm"`
-}
 
 // cmdBash is `subkit bash`.
 func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -157,22 +146,7 @@ func cmdBash(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	lowered := asked > res.Timeout
 	if *asJSON {
-		out := bashOutput{
-			execOutput: execOutput{
-				Argv: res.Argv, Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
-				TimeoutMs: res.Timeout.Milliseconds(), Cancelled: res.Cancelled,
-				DurationMs: res.Duration.Milliseconds(),
-				Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
-				Sandbox: sandboxJSON(res.Sandbox),
-			},
-			Command: res.Command, PipesHeld: res.PipesHeld, Survivors: []survivorJSON{},
-		}
-		for _, p := range res.Survivors {
-			out.Survivors = append(out.Survivors, survivorJSON{Pid: p.Pid, Comm: p.Comm})
-		}
-		if res.Signal == "" {
-			out.ExitCode = &res.ExitCode
-		}
+		out := bashResultOf(res)
 		writeJSON(stdout, out)
 		if res.Cancelled {
 			return exitCancelled

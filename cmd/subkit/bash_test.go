@@ -46,7 +46,7 @@ func TestBashJSON(t *testing.T) {
 	cmd := "echo out; echo err >&2; exit 5"
 	code, out, _ := bashCLI(t, context.Background(), "", "--json", cmd)
 	require.Equal(t, 0, code)
-	o := decode[bashOutput](t, out)
+	o := decode[bashResult](t, out)
 	assert.Equal(t, cmd, o.Command)
 	assert.Equal(t, []string{"bash", "-c", cmd}, o.Argv)
 	require.NotNil(t, o.ExitCode)
@@ -78,7 +78,7 @@ func TestBashTimeout(t *testing.T) {
 	code, out, _ := bashCLI(t, context.Background(), "", "--json", "--config", cfg, "--timeout", "300ms",
 		"trap '' TERM; sleep 1000 & echo up; sleep 1000")
 	require.Equal(t, 0, code)
-	o := decode[bashOutput](t, out)
+	o := decode[bashResult](t, out)
 	assert.True(t, o.TimedOut)
 	assert.Equal(t, "SIGKILL", o.Signal)
 	assert.Nil(t, o.ExitCode)
@@ -94,7 +94,7 @@ func TestBashCancelled(t *testing.T) {
 	ctx, ready := testutil.CancelOnSignal(t)
 	code, out, _ := bashCLI(t, ctx, "", "--json", "--env", "READY="+ready, `echo started; echo > "$READY"; sleep 1000`)
 	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
-	o := decode[bashOutput](t, out)
+	o := decode[bashResult](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "started\n", o.Stdout.Tail)
 
@@ -109,7 +109,7 @@ func TestBashStdoutMaxAndSpill(t *testing.T) {
 	cmd := "seq 1 300; seq 1 300 >&2"
 	code, out, _ := bashCLI(t, context.Background(), "", "--json", "--config", cfg, "--stdout-max", "5000", cmd)
 	require.Equal(t, 0, code)
-	o := decode[bashOutput](t, out)
+	o := decode[bashResult](t, out)
 	assert.False(t, o.Stdout.Truncated)
 	assert.EqualValues(t, 1092, o.Stdout.TotalBytes)
 	assert.True(t, o.Stderr.Truncated)
@@ -128,14 +128,14 @@ func TestBashStdinAndEnv(t *testing.T) {
 	code, out, _ := bashCLI(t, context.Background(), "from stdin", "--json", "--stdin-file", "-", "--env", "A=1", "--env", "B=x=y",
 		`cat; echo " $A $B $PAGER"`)
 	require.Equal(t, 0, code)
-	assert.Equal(t, "from stdin 1 x=y cat\n", decode[bashOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "from stdin 1 x=y cat\n", decode[bashResult](t, out).Stdout.Tail)
 	f := writeFile(t, "in", "file")
 	code, out, _ = bashCLI(t, context.Background(), "", "--json", "--stdin-file", f, "cat")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "file", decode[bashOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "file", decode[bashResult](t, out).Stdout.Tail)
 	code, out, _ = bashCLI(t, context.Background(), "ignored", "--json", "cat")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "", decode[bashOutput](t, out).Stdout.Tail, "no --stdin-file: the null device")
+	assert.Equal(t, "", decode[bashResult](t, out).Stdout.Tail, "no --stdin-file: the null device")
 }
 
 func TestBashErrors(t *testing.T) {
@@ -197,7 +197,7 @@ func TestBashJSONReportsAll(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte("maxTimeoutMs: 3000\ntimeoutMs: 2000\ndrainMs: 50\n"), 0o644))
 	code, out, _ := bashCLI(t, context.Background(), "", "--config", cfg, "--json", "--timeout", "20s", "sleep 1000 & echo up")
 	require.Equal(t, 0, code, out)
-	o := decode[bashOutput](t, out)
+	o := decode[bashResult](t, out)
 	assert.Equal(t, int64(3000), o.TimeoutMs, "the applied timeout: the cap")
 	assert.True(t, o.PipesHeld)
 	require.Len(t, o.Survivors, 1)
@@ -206,12 +206,12 @@ func TestBashJSONReportsAll(t *testing.T) {
 
 	code, out, _ = bashCLI(t, context.Background(), "", "--config", cfg, "--json", "true")
 	require.Equal(t, 0, code)
-	o = decode[bashOutput](t, out)
+	o = decode[bashResult](t, out)
 	assert.Equal(t, int64(2000), o.TimeoutMs, "the configuration's timeout")
 	assert.NotNil(t, o.Survivors, "a list, never null")
 	code, out, _ = bashCLI(t, context.Background(), "", "--config", cfg, "--json", "--timeout", "0", "true")
 	require.Equal(t, 0, code)
-	assert.Equal(t, int64(3000), decode[bashOutput](t, out).TimeoutMs, "--timeout 0: none of its own, the cap applies")
+	assert.Equal(t, int64(3000), decode[bashResult](t, out).TimeoutMs, "--timeout 0: none of its own, the cap applies")
 
 	code, out, errOut := bashCLI(t, context.Background(), "", "--config", cfg, "--timeout", "20s", "sleep 1000 & echo up")
 	require.Equal(t, 0, code)
@@ -221,5 +221,5 @@ func TestBashJSONReportsAll(t *testing.T) {
 
 	code, out, _ = bashCLI(t, context.Background(), "", "--json", "--managed-env", "DSH_TASK=7", `echo "$DSH_TASK"`)
 	require.Equal(t, 0, code)
-	assert.Equal(t, "7\n", decode[bashOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "7\n", decode[bashResult](t, out).Stdout.Tail)
 }

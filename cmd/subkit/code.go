@@ -35,8 +35,8 @@ subkit bash.
 With --json it prints one JSON object and exits 0 once the code has run (130 when interrupted):
   {"language","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
    "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
-   "stderr":{...},"error":{"name","value","traceback"} (only when the code raised or did not compile),
-   "sandbox":{"backend","network","how","writable","hidden","unenforced"} (with --sandbox)}
+   "stderr":{...},"sandbox":{"backend","network","how","writable","hidden","unenforced"} (with --sandbox),
+   "error":{"name","value","traceback"} (only when the code raised or did not compile)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr, where the interpreter's
 own traceback is), notes a truncation on stderr, and exits with the code's status.
 
@@ -47,8 +47,9 @@ share, as in a notebook. A cell that raises stops the run unless --keep-going; -
 each cell (it is then interrupted; an interpreter deaf to the interrupt for the grace is
 restarted). With --json it prints, and exits 0 once the cells ran (130 when interrupted):
   {"language","cancelled","timeout_ms","executions":[{"execution_count","stdout":{...},
-   "stderr":{...},"results":[{"mime":{"text/plain",...},"main"}],
-   "error":{"name","value","traceback"}|null,"timed_out","cancelled","interrupted","restarted",
+   "stderr":{...},"results":[{"main","text","mime_types","mime":{"text/plain",...}}],"results_dropped",
+   "error":{"name","value","traceback"}(only when the cell raised),"timed_out","cancelled",
+   "interrupted","restarted","interpreter_exit":{"exit_code","signal"}(only when it ended),
    "duration_ms"}]}
 Without it, it prints each cell's stdout and results (text/plain; other MIME types named) to
 stdout, its stderr and error to stderr, and exits 0, 1 when a cell raised, 124 when one timed
@@ -56,21 +57,6 @@ out, 130 when interrupted. An interpreter that is not found is kind not_found, e
 
 flags:
 `
-
-type codeOutput struct {
-	Language   string                 `json:"language"`
-	ExitCode   *int                   `json:"exit_code"`
-	Signal     string                 `json:"signal"`
-	TimedOut   bool                   `json:"timed_out"`
-	TimeoutMs  int64                  `json:"timeout_ms"` // 0: none
-	Cancelled  bool                   `json:"cancelled"`
-	PipesHeld  bool                   `json:"pipes_held"`
-	DurationMs int64                  `json:"duration_ms"`
-	Stdout     streamOutput           `json:"stdout"`
-	Stderr     streamOutput           `json:"stderr"`
-	Error      *coderuntime.CodeError `json:"error,omitempty"`
-	Sandbox    *sandboxOutput         `json:"sandbox,omitempty"`
-}
 
 func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("code", flag.ContinueOnError)
@@ -166,15 +152,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail("internal", exitFailure, err)
 	}
 	if *asJSON {
-		out := codeOutput{
-			Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut,
-			TimeoutMs: timeoutMs(applied), Cancelled: res.Cancelled, Sandbox: sandboxJSON(res.Sandbox), PipesHeld: res.PipesHeld, DurationMs: res.Duration.Milliseconds(),
-			Stdout: streamJSON(streamResult(res.Stdout)), Stderr: streamJSON(streamResult(res.Stderr)),
-			Error: res.Error,
-		}
-		if res.Signal == "" {
-			out.ExitCode = &res.ExitCode
-		}
+		out := codeResultOf(res, applied)
 		writeJSON(stdout, out)
 		if res.Cancelled {
 			return exitCancelled
@@ -231,12 +209,6 @@ func codeRuntime(ctx context.Context, policy *sandbox.Policy) (*coderuntime.Subp
 	}, nil
 }
 
-// streamResult turns an Output back into the Service's shape for streamJSON (the tail is
-// already cut at a character boundary, which streamJSON keeps).
-func streamResult(o coderuntime.Output) subprocess.StreamResult {
-	return subprocess.StreamResult{Tail: []byte(o.Tail), TotalBytes: o.TotalBytes, Truncated: o.Truncated, SpillPath: o.SpillPath}
-}
-
 // cellsRun is what `subkit code --cells` was asked to do.
 type cellsRun struct {
 	lang              coderuntime.Language
@@ -249,23 +221,10 @@ type cellsRun struct {
 }
 
 type cellsOutput struct {
-	Language   string            `json:"language"`
-	Cancelled  bool              `json:"cancelled"`
-	TimeoutMs  int64             `json:"timeout_ms"` // of each cell; 0: none
-	Executions []executionOutput `json:"executions"`
-}
-
-type executionOutput struct {
-	ExecutionCount int                      `json:"execution_count"`
-	Stdout         streamOutput             `json:"stdout"`
-	Stderr         streamOutput             `json:"stderr"`
-	Results        []coderuntime.CellResult `json:"results"`
-	Error          *coderuntime.CodeError   `json:"error"`
-	TimedOut       bool                     `json:"timed_out"`
-	Cancelled      bool                     `json:"cancelled"`
-	Interrupted    bool                     `json:"interrupted"`
-	Restarted      bool                     `json:"restarted"`
-	DurationMs     int64                    `json:"duration_ms"`
+	Language   string       `json:"language"`
+	Cancelled  bool         `json:"cancelled"`
+	TimeoutMs  int64        `json:"timeout_ms"` // of each cell; 0: none
+	Executions []cellResult `json:"executions"`
 }
 
 // runCells runs the cells of c.file in one session.
@@ -306,7 +265,7 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 		return fail("internal", exitFailure, err)
 	}
 	defer s.Close()
-	out := cellsOutput{Language: string(c.lang), TimeoutMs: timeoutMs(c.timeout), Executions: []executionOutput{}}
+	out := cellsOutput{Language: string(c.lang), TimeoutMs: timeoutMs(c.timeout), Executions: []cellResult{}}
 	status := 0
 	for _, code := range list {
 		ex, err := s.Run(ctx, coderuntime.Cell{Code: code}, coderuntime.Callbacks{})
@@ -317,7 +276,7 @@ func runCells(ctx context.Context, c cellsRun, stdin io.Reader, stdout, stderr i
 			}
 			return fail("internal", exitFailure, err)
 		}
-		out.Executions = append(out.Executions, executionJSON(ex))
+		out.Executions = append(out.Executions, cellResultOf("", ex, 0, true))
 		if !c.asJSON {
 			printExecution(stdout, stderr, ex)
 		}
@@ -373,19 +332,6 @@ func splitCells(src string) []string {
 	}
 	flush()
 	return cells
-}
-
-func executionJSON(ex coderuntime.Execution) executionOutput {
-	results := ex.Results
-	if results == nil {
-		results = []coderuntime.CellResult{}
-	}
-	return executionOutput{
-		ExecutionCount: ex.ExecutionCount,
-		Stdout:         streamJSON(streamResult(ex.Stdout)), Stderr: streamJSON(streamResult(ex.Stderr)),
-		Results: results, Error: ex.Error, TimedOut: ex.TimedOut, Cancelled: ex.Cancelled,
-		Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds(),
-	}
 }
 
 // printExecution prints a cell as text: its output, its results' text/plain (and the other

@@ -49,7 +49,7 @@ func TestCodeJSONException(t *testing.T) {
 	needProgram(t, "python3")
 	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--json", "print('hi')\nraise ValueError('bad value')\n")
 	require.Equal(t, 0, code)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.Equal(t, "python3", o.Language)
 	require.NotNil(t, o.ExitCode)
 	assert.Equal(t, 1, *o.ExitCode)
@@ -65,7 +65,7 @@ func TestCodeJSONException(t *testing.T) {
 func TestCodeJSONExitAndNoError(t *testing.T) {
 	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "echo out; echo err >&2; exit 3")
 	require.Equal(t, 0, code)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	require.NotNil(t, o.ExitCode)
 	assert.Equal(t, 3, *o.ExitCode)
 	assert.Equal(t, "out\n", o.Stdout.Tail)
@@ -78,7 +78,7 @@ func TestCodeJSONExitAndNoError(t *testing.T) {
 func TestCodePipesHeld(t *testing.T) {
 	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "sleep 1000 & echo up")
 	require.Equal(t, 0, code)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.True(t, o.PipesHeld, "a child kept stdout open past the drain grace")
 	assert.Equal(t, "up\n", o.Stdout.Tail)
 	assert.Contains(t, out, `"pipes_held":true`)
@@ -88,7 +88,7 @@ func TestCodeTimeout(t *testing.T) {
 	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--timeout", "300ms", "--grace", "200ms",
 		"sleep 1000 & echo up; wait")
 	require.Equal(t, 0, code)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.True(t, o.TimedOut)
 	assert.Equal(t, "SIGTERM", o.Signal)
 	assert.Nil(t, o.ExitCode)
@@ -128,7 +128,7 @@ func TestCodeFromStdinAndStdinFile(t *testing.T) {
 func TestCodeTruncationUTF8(t *testing.T) {
 	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--tail-bytes", "5", "printf ééé")
 	require.Equal(t, 0, code)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.Equal(t, "éé", o.Stdout.Tail)
 	assert.True(t, o.Stdout.Truncated)
 	assert.EqualValues(t, 6, o.Stdout.TotalBytes)
@@ -142,7 +142,7 @@ func TestCodeInterrupted(t *testing.T) {
 	ctx, ready := testutil.CancelOnSignal(t)
 	code, out, _ := codeCLI(t, ctx, "", "code", "--lang", "bash", "--json", "--grace", "200ms", "echo hi; echo > "+ready+"; sleep 1000")
 	require.Equal(t, exitCancelled, code, "interrupted, under --json too")
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "hi\n", o.Stdout.Tail)
 
@@ -156,13 +156,13 @@ func TestCodeInterrupted(t *testing.T) {
 func TestCodeTimeoutZero(t *testing.T) {
 	code, out, _ := codeCLI(t, context.Background(), "", "code", "--lang", "python3", "--json", "--timeout", "0", "print(1)")
 	require.Equal(t, 0, code, out)
-	o := decode[codeOutput](t, out)
+	o := decode[codeResult](t, out)
 	assert.Equal(t, int64(0), o.TimeoutMs)
 	assert.Equal(t, "1\n", o.Stdout.Tail)
 	assert.False(t, o.TimedOut)
 	code, out, _ = codeCLI(t, context.Background(), "", "code", "--lang", "python3", "--json", "--timeout", "7s", "print(1)")
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, int64(7000), decode[codeOutput](t, out).TimeoutMs)
+	assert.Equal(t, int64(7000), decode[codeResult](t, out).TimeoutMs)
 }
 
 func TestCodeErrors(t *testing.T) {
@@ -233,8 +233,9 @@ func TestCodeCellsJSON(t *testing.T) {
 	require.NotNil(t, third.Error)
 	assert.Equal(t, "ZeroDivisionError", third.Error.Name)
 	assert.Contains(t, third.Error.Traceback, "<cell-3>")
-	assert.Contains(t, out, `"results":[{"mime":{"text/plain":"42"},"main":true}]`)
-	assert.Contains(t, out, `"results":[],"error":null`, "results is a list and error null when none")
+	assert.Equal(t, "42", second.Results[0].Text)
+	assert.Contains(t, out, `"results":[{"main":true,"text":"42","mime_types":["text/plain"],"mime":{"text/plain":"42"}}]`)
+	assert.Contains(t, out, `"results":[],"results_dropped":0,"timed_out":false`, "results is a list, and error absent when none")
 }
 
 func TestCodeCellsStopAtErrorOrKeepGoing(t *testing.T) {

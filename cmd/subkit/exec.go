@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/subprocess"
 )
@@ -24,8 +23,8 @@ grace (a second Ctrl-C: at once). --timeout 0 means none. --sandbox confines it 
 With --json it prints one JSON object and exits 0 once the program has run (130 when
 interrupted):
   {"argv","pid","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
-   "duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},"stderr":{...},
-   "sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
+   "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
+   "stderr":{...},"sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr), notes a truncation on
 stderr, and exits with the program's status.
 
@@ -37,28 +36,6 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-type execOutput struct {
-	Argv       []string     `json:"argv"`
-	Pid        int          `json:"pid"`
-	ExitCode   *int         `json:"exit_code"`
-	Signal     string       `json:"signal"`
-	TimedOut   bool         `json:"timed_out"`
-	TimeoutMs  int64        `json:"timeout_ms"` // the timeout that applied; 0: none
-	Cancelled  bool         `json:"cancelled"`  // interrupted (Ctrl-C, SIGTERM, SIGHUP)
-	DurationMs int64        `json:"duration_ms"`
-	Stdout     streamOutput `json:"stdout"`
-	Stderr     streamOutput `json:"stderr"`
-	// Sandbox is how the command was confined (--sandbox), absent otherwise.
-	Sandbox *sandboxOutput `json:"sandbox,omitempty"`
-}
-
-type streamOutput struct {
-	Tail       string `json:"tail"`
-	TotalBytes int64  `json:"total_bytes"`
-	Truncated  bool   `json:"truncated"`
-	SpillPath  string `json:"spill_path"`
-}
 
 func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
@@ -138,16 +115,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	if *asJSON {
-		out := execOutput{
-			Argv: h.Argv(), Pid: res.Pid, Signal: res.Signal, TimedOut: res.TimedOut,
-			TimeoutMs: timeout.Milliseconds(), Cancelled: cancelled,
-			DurationMs: res.Duration.Milliseconds(),
-			Stdout:     streamJSON(res.Stdout), Stderr: streamJSON(res.Stderr),
-			Sandbox: sandboxJSON(res.Sandbox),
-		}
-		if res.Signal == "" {
-			out.ExitCode = &res.ExitCode
-		}
+		out := execResultOf(h.Argv(), res, *timeout, cancelled)
 		writeJSON(stdout, out)
 		if cancelled {
 			return exitCancelled
@@ -169,17 +137,6 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitSignalShift + signalNumber(res.Signal)
 	}
 	return res.ExitCode
-}
-
-// streamJSON renders a stream result; a truncated tail starts at a whole UTF-8 character.
-func streamJSON(r subprocess.StreamResult) streamOutput {
-	tail := r.Tail
-	if r.Truncated {
-		for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
-			tail = tail[1:]
-		}
-	}
-	return streamOutput{Tail: string(tail), TotalBytes: r.TotalBytes, Truncated: r.Truncated, SpillPath: r.SpillPath}
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -24,7 +24,7 @@ func TestExecCancelled(t *testing.T) {
 	var out, errb strings.Builder
 	code := run(ctx, []string{"exec", "--json", "--env", "READY=" + ready, "--", "sh", "-c", `echo started; echo > "$READY"; exec sleep 1000`}, strings.NewReader(""), &out, &errb)
 	assert.Equal(t, exitCancelled, code)
-	o := decode[execOutput](t, out.String())
+	o := decode[execResult](t, out.String())
 	assert.True(t, o.Cancelled)
 	assert.Equal(t, "SIGTERM", o.Signal)
 	assert.Equal(t, "started\n", o.Stdout.Tail)

@@ -89,7 +89,7 @@ type lspOutput struct {
 	Shutdown         string          `json:"shutdown"`
 	ShutdownError    string          `json:"shutdown_error,omitempty"`
 	StderrTail       string          `json:"stderr_tail"`
-	Stderr           *streamOutput   `json:"stderr,omitempty"`
+	Stderr           *streamOut      `json:"stderr,omitempty"`
 	Error            *lspError       `json:"error,omitempty"`
 	Cancelled        bool            `json:"cancelled"` // interrupted (Ctrl-C, SIGTERM, SIGHUP)
 	escaped          int             // processes outside the server's group that Shutdown ended
@@ -243,7 +243,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if exit.Cause != nil {
 				out.Shutdown = lsp.EndedTerminated.String()
 			}
-			st := streamJSON(subprocess.StreamResult{Tail: exit.Stderr, Truncated: exit.StderrTruncated, TotalBytes: int64(len(exit.Stderr))})
+			st := streamOf(subprocess.StreamResult{Tail: exit.Stderr, Truncated: exit.StderrTruncated, TotalBytes: int64(len(exit.Stderr))})
 			out.StderrTail, out.Stderr = st.Tail, &st
 		}
 		return printLsp(stdout, stderr, *asJSON, out, nil)
@@ -362,7 +362,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancelShut()
 	exit, shutErr := c.Shutdown(shutCtx)
 	out.Shutdown, out.escaped = exit.Ended.String(), exit.Escaped
-	st := streamJSON(exit.Stderr)
+	st := streamOf(exit.Stderr)
 	out.StderrTail, out.Stderr = st.Tail, &st
 	if exit.ShutdownErr != nil {
 		out.ShutdownError = exit.ShutdownErr.Error()

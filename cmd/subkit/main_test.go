@@ -50,7 +50,7 @@ func decode[T any](t *testing.T, s string) T {
 func TestExecJSON(t *testing.T) {
 	code, out, _ := cli(t, "", "exec", "--json", "--", "bash", "-c", "echo out; echo err >&2; exit 5")
 	require.Equal(t, 0, code)
-	o := decode[execOutput](t, out)
+	o := decode[execResult](t, out)
 	assert.Equal(t, []string{"bash", "-c", "echo out; echo err >&2; exit 5"}, o.Argv)
 	require.NotNil(t, o.ExitCode)
 	assert.Equal(t, 5, *o.ExitCode)
@@ -67,7 +67,7 @@ func TestExecSignalledJSON(t *testing.T) {
 	code, out, _ := cli(t, "", "exec", "--json", "--", "bash", "-c", "kill -KILL $$")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"exit_code":null`)
-	o := decode[execOutput](t, out)
+	o := decode[execResult](t, out)
 	assert.Equal(t, "SIGKILL", o.Signal)
 }
 
@@ -75,7 +75,7 @@ func TestExecTimeoutAndDaemon(t *testing.T) {
 	code, out, _ := cli(t, "", "exec", "--json", "--timeout", "300ms", "--grace", "200ms", "--",
 		"bash", "-c", "trap '' TERM; sleep 1000 & echo up; wait")
 	require.Equal(t, 0, code)
-	o := decode[execOutput](t, out)
+	o := decode[execResult](t, out)
 	assert.True(t, o.TimedOut)
 	assert.Equal(t, "SIGKILL", o.Signal)
 	assert.Nil(t, o.ExitCode)
@@ -98,18 +98,18 @@ func TestExecPlainExitStatus(t *testing.T) {
 func TestExecStdinAndEnv(t *testing.T) {
 	code, out, _ := cli(t, "from stdin", "exec", "--json", "--stdin-file", "-", "--env", "A=1", "--", "bash", "-c", `cat; echo " $A"`)
 	require.Equal(t, 0, code)
-	assert.Equal(t, "from stdin 1\n", decode[execOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "from stdin 1\n", decode[execResult](t, out).Stdout.Tail)
 	f := filepath.Join(t.TempDir(), "in")
 	require.NoError(t, os.WriteFile(f, []byte("file"), 0o600))
 	code, out, _ = cli(t, "", "exec", "--json", "--stdin-file", f, "--", "cat")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "file", decode[execOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "file", decode[execResult](t, out).Stdout.Tail)
 }
 
 func TestExecTruncationAndSpill(t *testing.T) {
 	code, out, _ := cli(t, "", "exec", "--json", "--tail-bytes", "10", "--", "bash", "-c", "seq 1 1000")
 	require.Equal(t, 0, code)
-	o := decode[execOutput](t, out)
+	o := decode[execResult](t, out)
 	assert.True(t, o.Stdout.Truncated)
 	assert.Equal(t, "\n999\n1000\n", o.Stdout.Tail)
 	require.NotEmpty(t, o.Stdout.SpillPath)
@@ -120,12 +120,12 @@ func TestExecTruncationAndSpill(t *testing.T) {
 
 	code, out, _ = cli(t, "", "exec", "--json", "--tail-bytes", "10", "--spill-bytes", "0", "--", "bash", "-c", "seq 1 1000")
 	require.Equal(t, 0, code)
-	assert.Empty(t, decode[execOutput](t, out).Stdout.SpillPath)
+	assert.Empty(t, decode[execResult](t, out).Stdout.SpillPath)
 
 	// A truncated tail never starts inside a UTF-8 character.
 	code, out, _ = cli(t, "", "exec", "--json", "--tail-bytes", "5", "--", "printf", "ééé")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "éé", decode[execOutput](t, out).Stdout.Tail)
+	assert.Equal(t, "éé", decode[execResult](t, out).Stdout.Tail)
 }
 
 func TestExecStartErrors(t *testing.T) {

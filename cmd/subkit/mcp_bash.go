@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,61 +16,6 @@ type bashIn struct {
 	Command   string `json:"command" jsonschema:"bash source, run by a fresh non-login bash -c in a process group of its own; no state survives between calls but the file system"`
 	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"foreground timeout in milliseconds (default: the configuration's timeoutMs, 120000); above maxTimeoutMs it is lowered to it, and timeout_ms in the result says what applied. On timeout the whole tree gets SIGTERM, then SIGKILL"`
 	Stdin     string `json:"stdin,omitempty" jsonschema:"text written to the command's standard input, which is then closed; without it stdin is the null device"`
-}
-
-// mcpStream is one collected output stream.
-type mcpStream struct {
-	Tail       string `json:"tail" jsonschema:"the end of the stream (all of it unless truncated), as UTF-8"`
-	TotalBytes int64  `json:"total_bytes" jsonschema:"bytes the stream produced"`
-	Truncated  bool   `json:"truncated" jsonschema:"tail is not the whole stream"`
-	SpillPath  string `json:"spill_path" jsonschema:"a private file holding the whole stream when it was truncated, or empty; read it with sed -n, grep or tail"`
-}
-
-func streamOf(r subprocess.StreamResult) mcpStream {
-	tail := r.Tail
-	if r.Truncated {
-		tail = trimPartialStart(tail)
-	}
-	return mcpStream{Tail: string(tail), TotalBytes: r.TotalBytes, Truncated: r.Truncated, SpillPath: r.SpillPath}
-}
-
-type mcpProc struct {
-	Pid  int    `json:"pid"`
-	Comm string `json:"comm" jsonschema:"the command name"`
-}
-
-type bashOut struct {
-	Command    string         `json:"command"`
-	Pid        int            `json:"pid" jsonschema:"the shell's pid, also its process group id"`
-	ExitCode   *int           `json:"exit_code" jsonschema:"the shell's exit status; null when a signal ended it"`
-	Signal     string         `json:"signal" jsonschema:"the signal that ended the shell (SIGKILL), or empty"`
-	TimedOut   bool           `json:"timed_out" jsonschema:"the timeout expired and the whole tree was terminated"`
-	Cancelled  bool           `json:"cancelled" jsonschema:"the client cancelled the call (or the server shut down) and the whole tree was terminated"`
-	TimeoutMs  int64          `json:"timeout_ms" jsonschema:"the timeout that applied, in milliseconds; 0 for a background command"`
-	DurationMs int64          `json:"duration_ms"`
-	Stdout     mcpStream      `json:"stdout"`
-	Stderr     mcpStream      `json:"stderr"`
-	PipesHeld  bool           `json:"pipes_held" jsonschema:"a process the command started kept the output open after the shell exited; what it wrote later is not here"`
-	Lingering  bool           `json:"lingering" jsonschema:"processes the command started still run after the shell exited (a server &); they run until they exit or the server shuts down"`
-	Survivors  []mcpProc      `json:"survivors" jsonschema:"the lingering processes, as listed when the shell exited"`
-	Sandbox    *sandboxOutput `json:"sandbox,omitempty" jsonschema:"how the command was confined, when the server runs with a sandbox"`
-}
-
-func bashOutOf(r bash.Result) bashOut {
-	out := bashOut{
-		Command: r.Command, Pid: r.Pid, Signal: r.Signal, TimedOut: r.TimedOut, Cancelled: r.Cancelled,
-		TimeoutMs: r.Timeout.Milliseconds(), DurationMs: r.Duration.Milliseconds(),
-		Stdout: streamOf(r.Stdout), Stderr: streamOf(r.Stderr), PipesHeld: r.PipesHeld, Lingering: r.Lingering,
-		Survivors: []mcpProc{}, Sandbox: sandboxJSON(r.Sandbox),
-	}
-	if r.Signal == "" {
-		code := r.ExitCode
-		out.ExitCode = &code
-	}
-	for _, p := range r.Survivors {
-		out.Survivors = append(out.Survivors, mcpProc{Pid: p.Pid, Comm: p.Comm})
-	}
-	return out
 }
 
 // bashCallError is the tool error of a call that never ran: the executor's own wording.
@@ -110,7 +52,7 @@ type mcpDelta struct {
 func deltaOf(d subprocess.Delta) mcpDelta {
 	data := d.Data
 	if d.Dropped > 0 {
-		data = trimPartialStart(data)
+		data = wholeStart(data)
 	}
 	return mcpDelta{Data: string(data), From: d.From, Next: d.Next, Dropped: d.Dropped, Total: d.Total, Done: d.Done}
 }
@@ -121,15 +63,15 @@ type mcpOffsets struct {
 }
 
 type bashReadOut struct {
-	ID      string     `json:"id"`
-	Pid     int        `json:"pid"`
-	Command string     `json:"command"`
-	Stdout  mcpDelta   `json:"stdout"`
-	Stderr  mcpDelta   `json:"stderr"`
-	Next    mcpOffsets `json:"next" jsonschema:"the offsets to pass as stdout_offset and stderr_offset next time"`
-	Running bool       `json:"running" jsonschema:"the process still runs"`
-	Done    bool       `json:"done" jsonschema:"the process has ended and both streams were read to their end"`
-	Result  *bashOut   `json:"result,omitempty" jsonschema:"how the process ended, once it has"`
+	ID      string      `json:"id"`
+	Pid     int         `json:"pid"`
+	Command string      `json:"command"`
+	Stdout  mcpDelta    `json:"stdout"`
+	Stderr  mcpDelta    `json:"stderr"`
+	Next    mcpOffsets  `json:"next" jsonschema:"the offsets to pass as stdout_offset and stderr_offset next time"`
+	Running bool        `json:"running" jsonschema:"the process still runs"`
+	Done    bool        `json:"done" jsonschema:"the process has ended and both streams were read to their end"`
+	Result  *bashResult `json:"result,omitempty" jsonschema:"how the process ended, once it has"`
 }
 
 type bashIDIn struct {
@@ -138,92 +80,23 @@ type bashIDIn struct {
 
 type bashStopOut struct {
 	ID string `json:"id"`
-	bashOut
+	bashResult
 }
 
-// bgTable keeps a client's background processes by id, ended or not: an ended one is still
-// read by offset until the table drops it (the oldest ended ones, past mcpMaxBackground
-// entries).
-type bgTable struct {
-	mu     sync.Mutex
-	seq    int
-	procs  map[string]*bgEntry
-	closed bool
+// newBackground is a client's registry of background processes by id, ended or not: an
+// ended one is still read by offset until the registry drops it (the oldest ended ones, past
+// mcpMaxBackground entries).
+func newBackground() *registry[*bash.Process] {
+	return &registry[*bash.Process]{prefix: "bg-", keep: mcpMaxBackground, ended: func(p *bash.Process) bool { return mcpEnded(p.Done()) }}
 }
 
-type bgEntry struct {
-	id  string
-	seq int // order of start
-	p   *bash.Process
-}
-
-func (t *bgTable) add(p *bash.Process) (string, error) {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return "", errLeaving
-	}
-	if t.procs == nil {
-		t.procs = map[string]*bgEntry{}
-	}
-	t.seq++
-	id := mcpNewID("bg-")
-	t.procs[id] = &bgEntry{id: id, seq: t.seq, p: p}
-	var drop []*bgEntry
-	if len(t.procs) > mcpMaxBackground {
-		all := slices.SortedFunc(maps.Values(t.procs), func(a, b *bgEntry) int { return a.seq - b.seq })
-		for _, e := range all {
-			if len(t.procs) <= mcpMaxBackground {
-				break
-			}
-			if mcpEnded(e.p.Done()) {
-				delete(t.procs, e.id)
-				drop = append(drop, e)
-			}
-		}
-	}
-	t.mu.Unlock()
-	var errs []error
-	for _, e := range drop {
-		errs = append(errs, e.p.Close())
-	}
-	return id, errors.Join(errs...)
-}
-
-func (t *bgTable) get(id string) (*bgEntry, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.procs[id]
+// background is the client's background process of id.
+func (w *mcpWorld) background(id string) (*bash.Process, error) {
+	p, ok := w.bg.get(id)
 	if !ok {
 		return nil, fmt.Errorf("no background process %q: start one with bash_start, which returns its id (ended ones are kept until %d newer ones exist)", id, mcpMaxBackground)
 	}
-	return e, nil
-}
-
-// closeAll ends and releases every background process.
-func (t *bgTable) closeAll() error {
-	t.mu.Lock()
-	t.closed = true
-	all := make([]*bgEntry, 0, len(t.procs))
-	for _, e := range t.procs {
-		all = append(all, e)
-	}
-	t.procs = nil
-	t.mu.Unlock()
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for _, e := range all {
-		wg.Go(func() {
-			if err := e.p.Close(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return p, nil
 }
 
 // mcpEnded reports whether ch is closed.
@@ -270,7 +143,7 @@ func (s *mcpServer) addBashTools(server *mcp.Server) {
 	}, (*mcpWorld).bashStopTool)
 }
 
-func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in bashIn) (string, bashOut, error) {
+func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in bashIn) (string, bashResult, error) {
 	max := w.exec.Config().MaxTimeout
 	note := ""
 	if in.TimeoutMs > max.Milliseconds() {
@@ -278,7 +151,7 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 		in.TimeoutMs = max.Milliseconds()
 	}
 	if in.TimeoutMs < 0 {
-		return "", bashOut{}, bashCallError(&bash.RequestError{Field: "timeout_ms", Err: fmt.Errorf("%d is negative; omit it for the default", in.TimeoutMs)})
+		return "", bashResult{}, bashCallError(&bash.RequestError{Field: "timeout_ms", Err: fmt.Errorf("%d is negative; omit it for the default", in.TimeoutMs)})
 	}
 	r := bash.Request{Command: in.Command, Timeout: time.Duration(in.TimeoutMs) * time.Millisecond}
 	if in.Stdin != "" {
@@ -288,9 +161,9 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 	res, err := w.exec.Exec(ctx, r)
 	stop()
 	if err != nil {
-		return "", bashOut{}, bashCallError(err)
+		return "", bashResult{}, bashCallError(err)
 	}
-	return note + bash.Render(res, nil), bashOutOf(res), nil
+	return note + bash.Render(res, nil), bashResultOf(res), nil
 }
 
 func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in bashStartIn) (string, bashStartOut, error) {
@@ -315,7 +188,7 @@ func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in
 }
 
 func (w *mcpWorld) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, in bashReadIn) (string, bashReadOut, error) {
-	e, err := w.bg.get(in.ID)
+	p, err := w.background(in.ID)
 	if err != nil {
 		return "", bashReadOut{}, err
 	}
@@ -338,43 +211,35 @@ func (w *mcpWorld) bashReadTool(ctx context.Context, req *mcp.CallToolRequest, i
 	if wait > 0 { // until there is new output or the end, within wait; then read as usual
 		stop := w.s.progress(ctx, req, "bash_read")
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		e.p.WaitOutput(wctx, bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, 1) // its error is the read's below, or the wait's end
+		p.WaitOutput(wctx, bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, 1) // its error is the read's below, or the wait's end
 		cancel()
 		stop()
 	}
-	d, err := e.p.ReadOutput(bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, max)
+	d, err := p.ReadOutput(bash.Offsets{Stdout: in.StdoutOffset, Stderr: in.StderrOffset}, max)
 	if err != nil {
 		return "", bashReadOut{}, fmt.Errorf("[request refused: %v]", err)
 	}
-	out := bashReadOut{ID: e.id, Pid: d.Pid, Command: d.Command, Stdout: deltaOf(d.Stdout), Stderr: deltaOf(d.Stderr),
+	out := bashReadOut{ID: in.ID, Pid: d.Pid, Command: d.Command, Stdout: deltaOf(d.Stdout), Stderr: deltaOf(d.Stderr),
 		Next: mcpOffsets{Stdout: d.Next.Stdout, Stderr: d.Next.Stderr}, Running: d.Result == nil, Done: d.Done()}
 	if d.Result != nil {
-		r := bashOutOf(*d.Result)
+		r := bashResultOf(*d.Result)
 		out.Result = &r
 	}
 	return bash.RenderDelta(d), out, nil
 }
 
 func (w *mcpWorld) bashStopTool(ctx context.Context, _ *mcp.CallToolRequest, in bashIDIn) (string, bashStopOut, error) {
-	e, err := w.bg.get(in.ID)
+	p, err := w.background(in.ID)
 	if err != nil {
 		return "", bashStopOut{}, err
 	}
-	if err := e.p.Close(); err != nil { // terminates the tree, bounded by the grace
-		return "", bashStopOut{}, fmt.Errorf("[tool failure: background process %s (pid %d) could not be ended: %v]", e.id, e.p.Pid(), err)
+	if err := p.Close(); err != nil { // terminates the tree, bounded by the grace
+		return "", bashStopOut{}, fmt.Errorf("[tool failure: background process %s (pid %d) could not be ended: %v]", in.ID, p.Pid(), err)
 	}
-	res, err := e.p.Wait(ctx)
+	res, err := p.Wait(ctx)
 	if err != nil {
-		return "", bashStopOut{}, fmt.Errorf("[tool failure: background process %s (pid %d): %v]", e.id, e.p.Pid(), err)
+		return "", bashStopOut{}, fmt.Errorf("[tool failure: background process %s (pid %d): %v]", in.ID, p.Pid(), err)
 	}
-	text := fmt.Sprintf("[background process %s (pid %d) has ended; its output stays readable with bash_read]\n", e.id, e.p.Pid())
-	return text + bash.Render(res, nil), bashStopOut{ID: e.id, bashOut: bashOutOf(res)}, nil
-}
-
-// trimPartialStart drops the continuation bytes a cut stream starts with.
-func trimPartialStart(p []byte) []byte {
-	for i := 0; i < 3 && len(p) > 0 && p[0]&0xC0 == 0x80; i++ {
-		p = p[1:]
-	}
-	return p
+	text := fmt.Sprintf("[background process %s (pid %d) has ended; its output stays readable with bash_read]\n", in.ID, p.Pid())
+	return text + bash.Render(res, nil), bashStopOut{ID: in.ID, bashResult: bashResultOf(res)}, nil
 }

@@ -5,13 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,45 +22,14 @@ type codeRunIn struct {
 	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default 60000; above maxTimeoutMs it is lowered to it); the whole tree is then terminated"`
 }
 
-type codeErrorOut struct {
-	Name      string `json:"name" jsonschema:"the exception's class: ValueError, SyntaxError, TypeError"`
-	Value     string `json:"value" jsonschema:"its message"`
-	Traceback string `json:"traceback" jsonschema:"the traceback, paths relative to the run's directory"`
-}
-
-func codeErrorOf(e *coderuntime.CodeError) *codeErrorOut {
-	if e == nil {
-		return nil
-	}
-	return &codeErrorOut{Name: e.Name, Value: e.Value, Traceback: e.Traceback}
-}
-
-type codeRunOut struct {
-	Language   string        `json:"language"`
-	ExitCode   *int          `json:"exit_code" jsonschema:"the interpreter's exit status; null when a signal ended it"`
-	Signal     string        `json:"signal"`
-	TimedOut   bool          `json:"timed_out"`
-	Cancelled  bool          `json:"cancelled" jsonschema:"the client cancelled the call and the run was terminated"`
-	PipesHeld  bool          `json:"pipes_held" jsonschema:"processes the code started held its output open after it exited; they were ended"`
-	TimeoutMs  int64         `json:"timeout_ms" jsonschema:"the timeout that applied"`
-	DurationMs int64         `json:"duration_ms"`
-	Stdout     mcpStream     `json:"stdout"`
-	Stderr     mcpStream     `json:"stderr"`
-	Error      *codeErrorOut `json:"error,omitempty" jsonschema:"the uncaught exception or syntax error that ended the code (python3, node)"`
-}
-
-func codeStream(o coderuntime.Output) mcpStream {
-	return mcpStream{Tail: o.Tail, TotalBytes: o.TotalBytes, Truncated: o.Truncated, SpillPath: o.SpillPath}
-}
-
 // renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, then the
 // error and the status on bracketed lines.
-func renderCode(stdout, stderr mcpStream, cerr *codeErrorOut, status string) string {
+func renderCode(stdout, stderr streamOut, cerr *codeErrorOut, status string) string {
 	var b strings.Builder
 	wrote := false
 	for _, s := range []struct {
 		name string
-		st   mcpStream
+		st   streamOut
 	}{{"stdout", stdout}, {"stderr", stderr}} {
 		if s.st.TotalBytes == 0 {
 			continue
@@ -157,114 +122,31 @@ type codeIDIn struct {
 	ID string `json:"id" jsonschema:"the id code_session_open returned"`
 }
 
-type cellResultOut struct {
-	Main      bool     `json:"main" jsonschema:"the value of the cell's trailing expression (else a display() call or a figure)"`
-	Text      string   `json:"text" jsonschema:"its text/plain form"`
-	MIMETypes []string `json:"mime_types" jsonschema:"every MIME type the result has (image/png and image/jpeg ones are sent as image content)"`
-}
-
-type exitOut struct {
-	ExitCode int    `json:"exit_code" jsonschema:"-1 when a signal ended it"`
-	Signal   string `json:"signal"`
-}
-
-type cellOut struct {
-	ID              string          `json:"id"`
-	ExecutionCount  int             `json:"execution_count" jsonschema:"the cell's number in its interpreter: 1 after a start or restart"`
-	Stdout          mcpStream       `json:"stdout"`
-	Stderr          mcpStream       `json:"stderr"`
-	Results         []cellResultOut `json:"results"`
-	ResultsDropped  int             `json:"results_dropped"`
-	Error           *codeErrorOut   `json:"error,omitempty"`
-	TimedOut        bool            `json:"timed_out"`
-	Cancelled       bool            `json:"cancelled" jsonschema:"the client cancelled the call and the cell was interrupted"`
-	Interrupted     bool            `json:"interrupted" jsonschema:"SIGINT was sent to the interpreter during the cell"`
-	Restarted       bool            `json:"restarted" jsonschema:"the session's state is gone: the interpreter ended during the cell, or this cell ran in a fresh one"`
-	InterpreterExit *exitOut        `json:"interpreter_exit,omitempty" jsonschema:"how the interpreter ended, when it ended during the cell"`
-	DurationMs      int64           `json:"duration_ms"`
-}
-
 type codeListOut struct {
 	Sessions []codeSessionOut `json:"sessions"`
 }
 
-// codeSessions keeps a client's code sessions by id.
-type codeSessions struct {
-	mu     sync.Mutex
-	seq    int
-	all    map[string]codeSession
-	closed bool
+// newCodeSessions is a client's registry of code sessions by id, at most mcpMaxCodeSession.
+func newCodeSessions() *registry[coderuntime.Session] {
+	return &registry[coderuntime.Session]{prefix: "cs-", limit: mcpMaxCodeSession}
 }
 
-type codeSession struct {
-	coderuntime.Session
-	seq int // order of opening
-}
-
-func (t *codeSessions) add(sess coderuntime.Session) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return "", errLeaving
-	}
-	if t.all == nil {
-		t.all = map[string]codeSession{}
-	}
-	t.seq++
-	id := mcpNewID("cs-")
-	t.all[id] = codeSession{sess, t.seq}
-	return id, nil
-}
-
-func (t *codeSessions) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.all)
-}
-
-func (t *codeSessions) get(id string) (coderuntime.Session, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	sess, ok := t.all[id]
+// codeSession is the client's code session of id.
+func (w *mcpWorld) codeSession(id string) (coderuntime.Session, error) {
+	sess, ok := w.cells.get(id)
 	if !ok {
 		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open (code_session_list lists them)]", id)
 	}
-	return sess.Session, nil
+	return sess, nil
 }
 
-func (t *codeSessions) remove(id string) (coderuntime.Session, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	sess, ok := t.all[id]
-	if !ok {
-		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open]", id)
-	}
-	delete(t.all, id)
-	return sess.Session, nil
-}
-
-func (t *codeSessions) list() []codeSessionOut {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ids := slices.SortedFunc(maps.Keys(t.all), func(a, b string) int { return t.all[a].seq - t.all[b].seq })
+// codeSessionList is the client's open code sessions, in the order they were opened.
+func (w *mcpWorld) codeSessionList() []codeSessionOut {
 	out := []codeSessionOut{}
-	for _, id := range ids {
-		out = append(out, codeSessionOut{ID: id, Language: string(t.all[id].Language())})
+	for _, e := range w.cells.list() {
+		out = append(out, codeSessionOut{ID: e.id, Language: string(e.v.Language())})
 	}
 	return out
-}
-
-func (t *codeSessions) closeAll() error {
-	t.mu.Lock()
-	t.closed = true
-	all := slices.Collect(maps.Values(t.all))
-	t.all = nil
-	t.mu.Unlock()
-	var errs []error
-	for _, sess := range all {
-		errs = append(errs, sess.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // languageSchema is In's generated schema with the language field limited to langs.
@@ -310,7 +192,7 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "code_session_restart", Title: "Restart a code session",
 		Description: "Replaces a code session's interpreter with a fresh one: its state is gone, and every process its cells started is ended.",
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
-		sess, err := w.cells.get(in.ID)
+		sess, err := w.codeSession(in.ID)
 		if err != nil {
 			return "", codeSessionOut{}, err
 		}
@@ -323,9 +205,9 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "code_session_close", Title: "Close a code session",
 		Description: "Closes a code session: its interpreter and everything its cells started are ended.",
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
-		sess, err := w.cells.remove(in.ID)
-		if err != nil {
-			return "", codeSessionOut{}, err
+		sess, ok := w.cells.remove(in.ID)
+		if !ok {
+			return "", codeSessionOut{}, fmt.Errorf("[request refused: no code session %q; open one with code_session_open]", in.ID)
 		}
 		if err := sess.Close(); err != nil {
 			return "", codeSessionOut{}, fmt.Errorf("[tool failure: closing code session %s: %v]", in.ID, err)
@@ -336,7 +218,7 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 		Description: "Lists the open code sessions.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, _ shellOpenIn) (string, codeListOut, error) {
-		out := codeListOut{Sessions: w.cells.list()}
+		out := codeListOut{Sessions: w.codeSessionList()}
 		var b strings.Builder
 		for _, c := range out.Sessions {
 			fmt.Fprintf(&b, "code session %s: %s\n", c.ID, c.Language)
@@ -348,10 +230,10 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	})
 }
 
-func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in codeRunIn) (string, codeRunOut, error) {
+func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in codeRunIn) (string, codeResult, error) {
 	timeout, note, err := w.codeTimeout(in.TimeoutMs)
 	if err != nil {
-		return "", codeRunOut{}, err
+		return "", codeResult{}, err
 	}
 	r := coderuntime.Request{Language: coderuntime.Language(in.Language), Code: in.Code, Timeout: timeout}
 	if in.Stdin != "" {
@@ -361,15 +243,9 @@ func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in
 	res, err := w.s.code.Run(ctx, r)
 	stop()
 	if err != nil {
-		return "", codeRunOut{}, codeCallError(err)
+		return "", codeResult{}, codeCallError(err)
 	}
-	out := codeRunOut{Language: string(res.Language), Signal: res.Signal, TimedOut: res.TimedOut, Cancelled: res.Cancelled,
-		PipesHeld: res.PipesHeld, TimeoutMs: timeout.Milliseconds(), DurationMs: res.Duration.Milliseconds(),
-		Stdout: codeStream(res.Stdout), Stderr: codeStream(res.Stderr), Error: codeErrorOf(res.Error)}
-	if res.Signal == "" {
-		code := res.ExitCode
-		out.ExitCode = &code
-	}
+	out := codeResultOf(res, timeout)
 	text := note + renderCode(out.Stdout, out.Stderr, out.Error, codeStatus(res.ExitCode, res.Signal, res.TimedOut, res.Cancelled, timeout))
 	return text, out, nil
 }
@@ -387,6 +263,9 @@ func (w *mcpWorld) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolReque
 		return "", codeSessionOut{}, codeCallError(err)
 	}
 	id, err := w.cells.add(sess)
+	if errors.Is(err, errRegistryFull) {
+		err = fmt.Errorf("[request refused: %d code sessions are open, the limit; close one with code_session_close]", mcpMaxCodeSession)
+	}
 	if err != nil {
 		return "", codeSessionOut{}, errors.Join(err, sess.Close())
 	}
@@ -400,45 +279,26 @@ const (
 	mcpMaxResultText = 16000
 )
 
-// capText keeps the first max bytes of s (whole characters) and says how many it left out.
-func capText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("... [%d more bytes left out]", len(s)-cut)
-}
-
-func (w *mcpWorld) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellOut, error) {
-	sess, err := w.cells.get(in.ID)
+func (w *mcpWorld) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, in codeCellIn) (*mcp.CallToolResult, cellResult, error) {
+	sess, err := w.codeSession(in.ID)
 	if err != nil {
-		return nil, cellOut{}, err
+		return nil, cellResult{}, err
 	}
 	timeout, note, err := w.codeTimeout(in.TimeoutMs)
 	if err != nil {
-		return nil, cellOut{}, err
+		return nil, cellResult{}, err
 	}
 	stop := w.s.progress(ctx, req, "code_session_run")
 	ex, err := sess.Run(ctx, coderuntime.Cell{Code: in.Code, Timeout: timeout}, coderuntime.Callbacks{})
 	stop()
 	if err != nil && !errors.Is(err, coderuntime.ErrClosed) {
-		return nil, cellOut{}, codeCallError(err)
+		return nil, cellResult{}, codeCallError(err)
 	}
-	out := cellOut{ID: in.ID, ExecutionCount: ex.ExecutionCount, Stdout: codeStream(ex.Stdout), Stderr: codeStream(ex.Stderr),
-		Results: []cellResultOut{}, ResultsDropped: ex.ResultsDropped, Error: codeErrorOf(ex.Error), TimedOut: ex.TimedOut,
-		Cancelled: ex.Cancelled, Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds()}
-	if ex.InterpreterExit != nil {
-		out.InterpreterExit = &exitOut{ExitCode: ex.InterpreterExit.ExitCode, Signal: ex.InterpreterExit.Signal}
-	}
+	out := cellResultOf(in.ID, ex, mcpMaxResultText, false)
 	var images []mcp.Content
 	var b strings.Builder
 	b.WriteString(note)
 	for _, r := range ex.Results {
-		types := slices.Sorted(maps.Keys(r.MIME))
-		out.Results = append(out.Results, cellResultOut{Main: r.Main, Text: capText(r.MIME["text/plain"], mcpMaxResultText), MIMETypes: types})
 		for _, mt := range []string{"image/png", "image/jpeg"} {
 			if data, ok := r.MIME[mt]; ok && base64.StdEncoding.DecodedLen(len(data)) <= mcpMaxImageBytes {
 				if raw, err := base64.StdEncoding.DecodeString(data); err == nil {

@@ -25,7 +25,7 @@ import (
 func TestMcpSandbox(t *testing.T) {
 	dir, outside := t.TempDir(), testutil.DirOutsideTmp(t, "outside-")
 	c := mcpStart(t, "inprocess", "--sandbox", "--writable", dir)
-	var out bashOut
+	var out bashResult
 	c.callOK(t, "bash", map[string]any{"command": "touch " + dir + "/ok; touch " + outside + "/x-outside"}, &out)
 	require.NotNil(t, out.Sandbox)
 	assert.NotEmpty(t, out.Sandbox.Backend)
@@ -40,7 +40,7 @@ func TestMcpSandbox(t *testing.T) {
 	var st shellStepOut
 	c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "touch " + outside + "/from-shell"}, &st)
 	assert.NotEqual(t, 0, *st.ExitCode)
-	var run codeRunOut
+	var run codeResult
 	text := c.callOK(t, "code_run", map[string]any{"language": "python3", "code": fmt.Sprintf("open(%q, 'w')", outside+"/from-code")}, &run)
 	// (The structured error is lost under a sandbox whose writable roots leave out the code's
 	// working directory, where the code runtime writes its error file; the traceback on stderr
@@ -147,7 +147,7 @@ func TestMcpCodeRunHostReadsNothing(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotContains(t, text, mark)
 			assert.NotContains(t, string(b), mark)
-			var out codeRunOut
+			var out codeResult
 			require.NoError(t, json.Unmarshal(b, &out))
 			assert.Equal(t, "planted\n", out.Stdout.Tail, text)
 			if assert.NotNil(t, out.Error, "the exception is reported: %s", text) {
@@ -163,7 +163,7 @@ func TestMcpCodeRunHostReadsNothing(t *testing.T) {
 func TestMcpSandboxNetworkAllow(t *testing.T) {
 	allowed := hostHTTP(t)
 	c := mcpStart(t, "inprocess", "--sandbox", "--network", "allow", "--allow", allowed)
-	var out bashOut
+	var out bashResult
 	text := c.callOK(t, "bash", map[string]any{"command": "curl -sS --max-time 30 http://" + allowed + "/; curl -sS --max-time 30 http://refused.invalid/"}, &out)
 	require.NotNil(t, out.Sandbox, text)
 	assert.Equal(t, "allow", out.Sandbox.Network)

@@ -254,7 +254,7 @@ func TestMcpBashEcho(t *testing.T) {
 	for _, mode := range mcpModes {
 		t.Run(mode, func(t *testing.T) {
 			c := mcpStart(t, mode)
-			var out bashOut
+			var out bashResult
 			text := c.callOK(t, "bash", map[string]any{"command": "echo hi"}, &out)
 			assert.Equal(t, "hi\n[exit code 0]\n", text)
 			require.NotNil(t, out.ExitCode)
@@ -285,7 +285,7 @@ func TestMcpBashBounds(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "bash.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("maxOutputBytes: 100\nmaxTimeoutMs: 30000\ngraceMs: 200\n"), 0o600))
 	c := mcpStart(t, "inprocess", "--config", cfg)
-	var out bashOut
+	var out bashResult
 	text := c.callOK(t, "bash", map[string]any{"command": "seq 1 10000"}, &out)
 	assert.True(t, out.Stdout.Truncated)
 	assert.LessOrEqual(t, len(out.Stdout.Tail), 100)
@@ -355,7 +355,7 @@ func TestMcpBadInput(t *testing.T) {
 	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
 	assert.Error(t, err, "an unknown tool is a protocol error")
 
-	var out bashOut
+	var out bashResult
 	assert.Equal(t, "hi\n[exit code 0]\n", c.callOK(t, "bash", map[string]any{"command": "echo hi"}, &out), "the server still answers")
 }
 
@@ -394,7 +394,7 @@ func TestMcpCancel(t *testing.T) {
 			assert.Equal(t, true, sc["cancelled"], "%v", reply)
 			assert.Contains(t, reply["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"], "[cancelled: the command and every process it started were terminated")
 
-			var out bashOut
+			var out bashResult
 			assert.Equal(t, "hi\n[exit code 0]\n", c.callOK(t, "bash", map[string]any{"command": "echo hi"}, &out))
 		})
 	}
@@ -433,7 +433,7 @@ func TestMcpCodeCancel(t *testing.T) {
 	var sess codeSessionOut
 	c.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &sess)
 	assertMcpID(t, "cs-", sess.ID)
-	var cell cellOut
+	var cell cellResult
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "kept = 1"}, &cell)
 	flag := filepath.Join(t.TempDir(), "cell-started")
 	tag = strconv.Itoa(600000 + rand.IntN(300000)) // a fresh tag: the log already has the first call's
@@ -624,7 +624,7 @@ func TestMcpCode(t *testing.T) {
 			t.Fatalf("%s is not installed: the code tools' tests need it", lang)
 		}
 	}
-	var out codeRunOut
+	var out codeResult
 	text := c.callOK(t, "code_run", map[string]any{"language": "python3", "code": "print('hi')\n1/0\n"}, &out)
 	assert.Equal(t, 1, *out.ExitCode)
 	assert.Equal(t, "hi\n", out.Stdout.Tail)
@@ -642,7 +642,7 @@ func TestMcpCode(t *testing.T) {
 	var sess codeSessionOut
 	c.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &sess)
 	assertMcpID(t, "cs-", sess.ID)
-	var cell cellOut
+	var cell cellResult
 	c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "x = 41\nprint('set')"}, &cell)
 	assert.Equal(t, "set\n", cell.Stdout.Tail)
 	text = c.callOK(t, "code_session_run", map[string]any{"id": sess.ID, "code": "x + 1"}, &cell)
@@ -732,7 +732,7 @@ func TestMcpProcessTree(t *testing.T) {
 	c.callOK(t, "bash_start", map[string]any{"command": "exec sleep " + tag}, &st)
 	var tree processTreeOut
 	require.Eventually(t, func() bool {
-		return c.try("process_tree", map[string]any{}, &tree) && slices.ContainsFunc(tree.Processes, func(p treeProcOut) bool { return p.Pid == st.Pid && p.Comm == "sleep" })
+		return c.try("process_tree", map[string]any{}, &tree) && slices.ContainsFunc(tree.Processes, func(p treeProc) bool { return p.Pid == st.Pid && p.Comm == "sleep" })
 	}, 10*time.Second, 10*time.Millisecond, "%+v", tree)
 	assert.Equal(t, c.pid, tree.Root)
 	assert.Equal(t, c.pid, tree.Processes[0].Pid)

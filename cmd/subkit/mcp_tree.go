@@ -16,21 +16,10 @@ type processTreeIn struct {
 	Pid int `json:"pid,omitempty" jsonschema:"the root process (default: this server, so the tree shows everything the server runs)"`
 }
 
-type treeProcOut struct {
-	Pid    int    `json:"pid"`
-	PPid   int    `json:"ppid"`
-	Pgid   int    `json:"pgid" jsonschema:"process group (0 on Windows, which has none)"`
-	Sid    int    `json:"sid" jsonschema:"session (0 on Windows, which has none)"`
-	Start  uint64 `json:"start" jsonschema:"the raw start token (Linux: clock ticks since boot; macOS: microseconds since the epoch; Windows: the creation FILETIME, 0 for a process that cannot be opened); pid and start name a process exactly"`
-	Comm   string `json:"comm" jsonschema:"the command name"`
-	Depth  int    `json:"depth" jsonschema:"0 for the root, 1 for its children, ..."`
-	Zombie bool   `json:"zombie" jsonschema:"exited, waiting to be reaped (Windows: exited, its process object still held by a handle)"`
-}
-
 type processTreeOut struct {
-	Root      int           `json:"root"`
-	Processes []treeProcOut `json:"processes" jsonschema:"the root first, each process after its parent"`
-	Omitted   int           `json:"omitted" jsonschema:"descendants left out beyond 2000"`
+	Root      int        `json:"root"`
+	Processes []treeProc `json:"processes" jsonschema:"the root first, each process after its parent"`
+	Omitted   int        `json:"omitted" jsonschema:"descendants left out beyond 2000"`
 }
 
 func (s *mcpServer) addTreeTools(server *mcp.Server) {
@@ -62,27 +51,16 @@ func (*mcpWorld) processTreeTool(ctx context.Context, _ *mcp.CallToolRequest, in
 		return "", processTreeOut{}, fmt.Errorf("[no process %d]", pid)
 	}
 	procs := append([]procinspect.Proc{root}, tab.Descendants(root.Identity)...)
-	out := processTreeOut{Root: pid, Processes: []treeProcOut{}}
+	out := processTreeOut{Root: pid}
 	if len(procs) > mcpMaxTreeProcs {
 		out.Omitted = len(procs) - mcpMaxTreeProcs
 		procs = procs[:mcpMaxTreeProcs]
 	}
-	depth := map[int]int{}
+	out.Processes = treeOf(procs)
 	var b strings.Builder
 	b.WriteString(treeHeader())
-	for _, p := range procs {
-		d := 0
-		if p.Pid != root.Pid {
-			d = depth[p.PPid] + 1
-		}
-		depth[p.Pid] = d
-		out.Processes = append(out.Processes, treeProcOut{Pid: p.Pid, PPid: p.PPid, Pgid: p.Pgid, Sid: p.Sid, Start: p.Start,
-			Comm: p.Comm, Depth: d, Zombie: p.Zombie})
-		z := ""
-		if p.Zombie {
-			z = " <zombie>"
-		}
-		b.WriteString(treeLine(p, d, z))
+	for i, w := range out.Processes {
+		b.WriteString(treeLine(procs[i], w.Depth, zombieMark(w.Zombie)))
 	}
 	if out.Omitted > 0 {
 		fmt.Fprintf(&b, "[%d more descendants are left out]\n", out.Omitted)

@@ -78,7 +78,7 @@ func TestMcpTypeScriptClient(t *testing.T) {
 
 	// The Go SDK's answers first, from the same server command.
 	c := mcpStart(t, "process")
-	var goEcho bashOut
+	var goEcho bashResult
 	goText := c.callOK(t, "bash", map[string]any{"command": "echo hi"}, &goEcho)
 	list, err := c.ListTools(context.Background(), nil)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/coderuntime"
 	"github.com/subkit/subkit/lsp"
 	"github.com/subkit/subkit/shell"
 )
@@ -32,9 +33,9 @@ type mcpWorld struct {
 	exec   *bash.Executor
 	shells *shell.Manager
 	pool   *lsp.Pool
-	lsp    lspState // the language-server tools' own state (mcp_lsp.go)
-	bg     bgTable
-	cells  codeSessions
+	lsp    lspState                       // the language-server tools' own state (mcp_lsp.go)
+	bg     *registry[*bash.Process]       // background processes (mcp_bash.go)
+	cells  *registry[coderuntime.Session] // code sessions (mcp_code.go)
 
 	life     context.Context // ends when the world starts ending: every call in progress is cancelled
 	stopLife context.CancelFunc
@@ -47,7 +48,7 @@ type mcpWorld struct {
 }
 
 func newWorld(s *mcpServer) (*mcpWorld, error) {
-	w := &mcpWorld{s: s, ended: make(chan struct{})}
+	w := &mcpWorld{s: s, bg: newBackground(), cells: newCodeSessions(), ended: make(chan struct{})}
 	w.life, w.stopLife = context.WithCancel(context.Background())
 	var err error
 	if w.exec, err = bash.New(s.execCfg); err != nil {

@@ -48,7 +48,7 @@ func TestMcpClientsAreStrangers(t *testing.T) {
 	a.callOK(t, "bash_start", map[string]any{"command": "echo out-of-a; exec sleep " + tag}, &bg)
 	var cs codeSessionOut
 	a.callOK(t, "code_session_open", map[string]any{"language": "python3"}, &cs)
-	var cell cellOut
+	var cell cellResult
 	a.callOK(t, "code_session_run", map[string]any{"id": cs.ID, "code": "kept = 'a'"}, &cell)
 	for _, id := range []string{sh.ID, bg.ID, cs.ID} {
 		assert.Len(t, id, 19, "a random id: %s", id)
@@ -194,7 +194,7 @@ func TestMcpIdleSessionExpires(t *testing.T) {
 	c := h.session(t)
 	tag := strconv.Itoa(600000 + rand.IntN(300000))
 	killTagged(t, tag)
-	var out bashOut
+	var out bashResult
 	c.conn().callOK(t, "bash", map[string]any{"command": "sleep 3.5; echo still-here"}, &out)
 	assert.Equal(t, "still-here\n", out.Stdout.Tail, "a call longer than the idle time")
 	var st bashStartOut

@@ -26,7 +26,7 @@ func TestBashSandboxJSON(t *testing.T) {
 	code, out, _ := cli(t, "", "bash", "--sandbox", "--writable", dir, "--json",
 		"touch "+dir+"/ok; touch "+outside+"/x-outside")
 	require.Equal(t, 0, code, out)
-	res := decode[bashOutput](t, out)
+	res := decode[bashResult](t, out)
 	require.NotNil(t, res.Sandbox, out)
 	assert.NotEmpty(t, res.Sandbox.Backend)
 	assert.Equal(t, "off", res.Sandbox.Network)
@@ -37,11 +37,11 @@ func TestBashSandboxJSON(t *testing.T) {
 
 	code, out, _ = cli(t, "", "exec", "--sandbox", "--network", "on", "--json", "--", "true")
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, "on", decode[execOutput](t, out).Sandbox.Network)
+	assert.Equal(t, "on", decode[execResult](t, out).Sandbox.Network)
 
 	code, out, _ = cli(t, "", "code", "--lang", "python3", "--sandbox", "--json", "open("+strconv.Quote(outside+"/py")+", 'w')")
 	require.Equal(t, 0, code, out)
-	co := decode[codeOutput](t, out)
+	co := decode[codeResult](t, out)
 	require.NotNil(t, co.Sandbox, out)
 	assert.Equal(t, 1, *co.ExitCode)
 	require.NotNil(t, co.Error, "the structured error survives the sandbox: %s", out)
@@ -102,7 +102,7 @@ func TestShellAndCodeSandboxJSON(t *testing.T) {
 	code, out, stderr = cli(t, "", append(append([]string{"code", "--lang", "bash"}, confined...), "--hidden", extra, "--json",
 		"touch "+dir+"/code-ok; touch "+outside+"/code-no || echo refused; cat ~/visible ~/.ssh/id_x "+extra+"; echo ran")...)
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
-	co := decode[codeOutput](t, out)
+	co := decode[codeResult](t, out)
 	require.NotNil(t, co.Sandbox, out)
 	assert.Subset(t, co.Sandbox.Hidden, []string{filepath.Join(home, ".ssh"), extra})
 	assert.Contains(t, co.Stdout.Tail, "VISIBLE-MARK")
@@ -141,13 +141,13 @@ func TestSandboxAllowUnixSocket(t *testing.T) {
 
 	code, out, stderr := cli(t, "", "exec", "--sandbox", "--allow-unix-socket", sock, "--json", "--", python, "-c", connect)
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
-	res := decode[execOutput](t, out)
+	res := decode[execResult](t, out)
 	require.NotNil(t, res.Sandbox, out)
 	assert.Equal(t, "connected\n", res.Stdout.Tail, "%s", out)
 
 	code, out, stderr = cli(t, "", "exec", "--sandbox", "--json", "--", python, "-c", connect)
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
-	res = decode[execOutput](t, out)
+	res = decode[execResult](t, out)
 	assert.NotEqual(t, 0, *res.ExitCode, "without the flag the socket is out of reach: %s", out)
 	assert.Empty(t, res.Stdout.Tail)
 }
@@ -162,7 +162,7 @@ func TestSandboxProtectedFlags(t *testing.T) {
 	script := "echo planted >> .envrc && echo envrc-written; echo planted >> Makefile && echo makefile-written; echo done"
 	code, out, _ := cli(t, "", "bash", "--sandbox", "--writable", dir, "--protected", "Makefile", "--json", "cd "+dir+" && { "+script+"; }")
 	require.Equal(t, 0, code, out)
-	res := decode[bashOutput](t, out)
+	res := decode[bashResult](t, out)
 	require.NotNil(t, res.Sandbox, out)
 	if res.Sandbox.Backend == "landlock" {
 		t.Skip("protected paths need a mount namespace; the landlock backend says so in its Report")
@@ -172,7 +172,7 @@ func TestSandboxProtectedFlags(t *testing.T) {
 
 	code, out, _ = cli(t, "", "bash", "--sandbox", "--writable", dir, "--no-default-protected", "--protected", "Makefile", "--json", "cd "+dir+" && { "+script+"; }")
 	require.Equal(t, 0, code, out)
-	res = decode[bashOutput](t, out)
+	res = decode[bashResult](t, out)
 	assert.Contains(t, res.Stdout.Tail, "envrc-written", out)
 	assert.NotContains(t, res.Stdout.Tail, "makefile-written", out)
 	b, err := os.ReadFile(filepath.Join(dir, "Makefile"))
@@ -190,7 +190,7 @@ func TestSandboxNetworkAllowFlags(t *testing.T) {
 		t.Skipf("no namespaces backend here: %s", stderr)
 	}
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	res := decode[bashOutput](t, out)
+	res := decode[bashResult](t, out)
 	assert.Contains(t, res.Stdout.Tail, "ALLOWED-BODY\n")
 	assert.Contains(t, res.Stdout.Tail, "refused.invalid:80 is not in the network allow-list (add --allow refused.invalid)")
 	require.NotNil(t, res.Sandbox, out)

@@ -17,8 +17,9 @@ const treeUsage = `usage: subkit tree [--json] PID
 
 Prints the process PID and its descendants, read from one snapshot of the process table.
 A child counts only if it started no earlier than its parent, so a reused pid never adopts
-another process's children. With --json: [{"pid","ppid","pgid","sid","tpgid","start","comm"}],
-the root first, each process after its parent; "start" is the raw start token (Linux: clock
+another process's children. With --json:
+[{"pid","ppid","pgid","sid","tpgid","start","comm","depth","zombie"}], the root first, each
+process after its parent ("depth": 0 for the root, 1 for its children, ...); "start" is the raw start token (Linux: clock
 ticks since boot; macOS: microseconds since the epoch; Windows: the creation FILETIME, 0 for
 a process that cannot be opened). Windows has no process groups or sessions: there pgid, sid
 and tpgid are 0, and the text lists PID, PPID and COMMAND. A PID that does not exist is kind
@@ -26,16 +27,6 @@ not_found, exit 1.
 
 flags:
 `
-
-type treeEntry struct {
-	Pid   int    `json:"pid"`
-	PPid  int    `json:"ppid"`
-	Pgid  int    `json:"pgid"`
-	Sid   int    `json:"sid"`
-	Tpgid int    `json:"tpgid"`
-	Start uint64 `json:"start"`
-	Comm  string `json:"comm"`
-}
 
 func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tree", flag.ContinueOnError)
@@ -68,20 +59,12 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	procs := append([]procinspect.Proc{root}, tab.Descendants(root.Identity)...)
 	if *asJSON {
-		out := make([]treeEntry, len(procs))
-		for i, p := range procs {
-			out[i] = treeEntry{p.Pid, p.PPid, p.Pgid, p.Sid, p.Tpgid, p.Start, p.Comm}
-		}
-		writeJSON(stdout, out)
+		writeJSON(stdout, treeOf(procs))
 		return 0
 	}
-	depth := map[int]int{}
 	fmt.Fprint(stdout, treeHeader())
-	for _, p := range procs {
-		if p.Pid != root.Pid {
-			depth[p.Pid] = depth[p.PPid] + 1
-		}
-		fmt.Fprint(stdout, treeLine(p, depth[p.Pid], ""))
+	for i, w := range treeOf(procs) {
+		fmt.Fprint(stdout, treeLine(procs[i], w.Depth, zombieMark(w.Zombie)))
 	}
 	return 0
 }
@@ -105,4 +88,12 @@ func treeLine(p procinspect.Proc, depth int, suffix string) string {
 		return fmt.Sprintf("%-8d %-8d %-8d %s%s%s\n", p.Pid, p.Pgid, p.Sid, indent, p.Comm, suffix)
 	}
 	return fmt.Sprintf("%-8d %-8d %s%s%s\n", p.Pid, p.PPid, indent, p.Comm, suffix)
+}
+
+// zombieMark is the suffix of a zombie's line in a tree's text.
+func zombieMark(zombie bool) string {
+	if zombie {
+		return " <zombie>"
+	}
+	return ""
 }

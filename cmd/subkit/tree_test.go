@@ -20,11 +20,11 @@ func TestTree(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	pid := strconv.Itoa(cmd.Process.Pid)
 
-	var entries []treeEntry
+	var entries []treeProc
 	require.Eventually(t, func() bool {
 		code, out, _ := cli(t, "", "tree", "--json", pid)
 		require.Equal(t, 0, code)
-		entries = decode[[]treeEntry](t, out)
+		entries = decode[[]treeProc](t, out)
 		return len(entries) == 3 && entries[1].Comm == "sleep" && entries[2].Comm == "sleep"
 	}, 5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, cmd.Process.Pid, entries[0].Pid)

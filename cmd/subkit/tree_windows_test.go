@@ -36,7 +36,7 @@ func TestTreeWindows(t *testing.T) {
 
 	code, out, errOut := cli(t, "", "tree", "--json", pid)
 	require.Equal(t, 0, code, errOut)
-	entries := decode[[]treeEntry](t, out)
+	entries := decode[[]treeProc](t, out)
 	checkTreeEntries(t, tr, entries)
 
 	// The text: PID, PPID and the command indented by depth (a cmd.exe is at depth 2).
@@ -62,7 +62,7 @@ func TestTreeWindows(t *testing.T) {
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	require.NoError(t, err, "%s: %s", cmd.Path, stderr.String())
-	fromExe := decode[[]treeEntry](t, string(stdout))
+	fromExe := decode[[]treeProc](t, string(stdout))
 	checkTreeEntries(t, tr, fromExe)
 	assert.Equal(t, entries, fromExe, "both read the same tree")
 
@@ -88,7 +88,7 @@ func TestTreeWindows(t *testing.T) {
 // checkTreeEntries checks subkit tree's JSON against what the tree's nodes reported: every
 // process once, the root first, each after its parent, with its parent, name and a creation
 // time not before its parent's; no groups or sessions on Windows.
-func checkTreeEntries(t *testing.T, tr *proctest.Tree, entries []treeEntry) {
+func checkTreeEntries(t *testing.T, tr *proctest.Tree, entries []treeProc) {
 	t.Helper()
 	require.Len(t, entries, len(tr.Procs))
 	assert.Equal(t, tr.Root, entries[0].Pid)
