@@ -162,7 +162,7 @@ func (p Policy) endOne(ctx context.Context, t Target, grace time.Duration) error
 	defer cancel()
 	if err := p.Wait(kctx, t); err != nil {
 		if kctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("%w (%v after the kill)", ErrStillPresent, p.killWait())
+			err = fmt.Errorf("%w: waited %v", ErrStillPresent, p.killWait())
 		}
 		errs = append(errs, err)
 	}
