@@ -38,8 +38,10 @@
 // Commands start from the host environment minus credential-like names and the harness's
 // managed prefix (DSH_ by default), scrubbed by the Service. Then come NO_COLOR=1, TERM=dumb,
 // PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat, GIT_TERMINAL_PROMPT=0 and GIT_EDITOR=true, so that
-// no command waits on a pager, an editor or a password prompt; then the Request's Env, which
-// may not use the managed prefix; then its ManagedEnv, which may use nothing else.
+// no command waits on a pager, an editor or a password prompt, and PYTHONUNBUFFERED=1, so
+// that a Python writing to the output pipes keeps no block buffer a timeout would lose; then
+// the Request's Env, which may not use the managed prefix; then its ManagedEnv, which may use
+// nothing else.
 //
 // # Background processes
 //

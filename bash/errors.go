@@ -21,14 +21,25 @@ var (
 	ErrNotFound = subprocess.ErrNotFound
 	// ErrPermission: bash exists but cannot be executed. It is subprocess.ErrPermission.
 	ErrPermission = subprocess.ErrPermission
-	// ErrClosed: the Executor was closed; create a new one.
-	ErrClosed = errors.New("executor is closed")
+	// ErrClosed: the Executor, or the Service it runs on (Config.Service), was closed;
+	// create a new one. It is also subprocess.ErrClosed for errors.Is, so one test covers
+	// both layers.
+	ErrClosed error = &closedError{"executor is closed"}
 	// ErrTooMany: Config.MaxBackground background processes are already running.
 	ErrTooMany = errors.New("too many background processes")
 	// ErrUnsupported: the platform lacks a capability this package needs. It is
 	// subprocess.ErrUnsupported.
 	ErrUnsupported = subprocess.ErrUnsupported
 )
+
+// closedError is the package's closed kind: its own message, and subprocess.ErrClosed for
+// errors.Is.
+type closedError struct{ msg string }
+
+func (e *closedError) Error() string { return e.msg }
+
+// Is reports whether target is subprocess.ErrClosed.
+func (e *closedError) Is(target error) bool { return target == subprocess.ErrClosed }
 
 // ConfigError is a bad configuration value. It wraps ErrInvalid.
 type ConfigError struct {
@@ -44,24 +55,20 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("bash: config")
+	var where strings.Builder
 	if e.Key != "" {
-		b.WriteString(" key ")
-		b.WriteString(e.Key)
+		where.WriteString("key " + e.Key)
 		if e.Field != "" {
-			b.WriteString(" (Config.")
-			b.WriteString(e.Field)
-			b.WriteString(")")
+			where.WriteString(" (Config." + e.Field + ")")
 		}
 	}
 	if e.Line > 0 {
-		b.WriteString(" at line ")
-		b.WriteString(strconv.Itoa(e.Line))
+		if where.Len() > 0 {
+			where.WriteString(" ")
+		}
+		where.WriteString("at line " + strconv.Itoa(e.Line))
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return errtext.Format("bash", "config", where.String(), nil, e.Err, "")
 }
 
 // Unwrap returns ErrInvalid and the cause.
@@ -69,8 +76,10 @@ func (e *ConfigError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // RequestError is a bad Request. It wraps ErrInvalid (or ErrTooMany, for the running cap).
 type RequestError struct {
-	// Field is the Request field concerned: "Command", "Timeout", "StdoutMaxBytes", "Env",
-	// "ManagedEnv", or "Offsets" for a bad ReadOutput offset.
+	// Field is the Request field concerned: "Command", "Timeout", "StdoutMaxBytes", "Env" or
+	// "ManagedEnv"; for ReadOutput and WaitOutput, the offset that is wrong, "Offsets.Stdout"
+	// or "Offsets.Stderr" (beyond the end of its stream, or negative), or "ctx" for a nil
+	// context.
 	Field string
 	// Key is the variable name for Env and ManagedEnv errors, or "".
 	Key string
@@ -79,17 +88,11 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
-	var b strings.Builder
-	b.WriteString("bash: request ")
-	b.WriteString(e.Field)
+	name := e.Field
 	if e.Key != "" {
-		b.WriteString("[")
-		b.WriteString(strconv.Quote(e.Key))
-		b.WriteString("]")
+		name += "[" + strconv.Quote(e.Key) + "]"
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return errtext.Format("bash", "request", name, nil, e.Err, "")
 }
 
 // Unwrap returns ErrInvalid and the cause.

@@ -109,6 +109,29 @@ func TestExecTimeoutCappedAtMax(t *testing.T) {
 	assert.True(t, res.TimedOut)
 }
 
+// A Python writing to the output pipe keeps no block buffer (PYTHONUNBUFFERED=1 in the model
+// environment): what it printed before a timeout ended it is in the result.
+func TestExecTimeoutKeepsPythonOutput(t *testing.T) {
+	e, _ := newExecutor(t, bash.Config{Grace: 200 * time.Millisecond})
+	if res := exec(t, e, bash.Request{Command: "command -v python3"}); res.ExitCode != 0 {
+		t.Skip("python3 is not installed")
+	}
+	res := exec(t, e, bash.Request{
+		Command: `python3 -c 'print("epoch 1 done"); import time; time.sleep(100)'`,
+		Timeout: 3 * time.Second,
+	})
+	require.True(t, res.TimedOut)
+	assert.Equal(t, "epoch 1 done\n", string(res.Stdout.Tail))
+
+	// The trap it avoids: with the variable empty, the buffered line dies with Python.
+	res = exec(t, e, bash.Request{
+		Command: `python3 -c 'print("epoch 1 done"); import time; time.sleep(100)'`,
+		Timeout: 3 * time.Second, Env: map[string]string{"PYTHONUNBUFFERED": ""},
+	})
+	require.True(t, res.TimedOut)
+	assert.Empty(t, res.Stdout.Tail)
+}
+
 func TestExecContextCancel(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{Grace: 300 * time.Millisecond})
 	ctx, ready := testutil.CancelOnSignal(t)
@@ -288,7 +311,7 @@ func TestExecEnv(t *testing.T) {
 	assert.NotContains(t, res.Stdout.Tail, []byte("hunter2"))
 	for k, v := range map[string]string{
 		"NO_COLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat", "GH_PAGER": "cat",
-		"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
+		"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "PYTHONUNBUFFERED": "1",
 		"TERM": "xterm", "FOO": "bar", "DSH_SESSION": "s1", "KEYBOARD_LAYOUT": "us", "PLAIN_HOST": "kept",
 		"DSH_KEPT": "managed", // an allow-listed host name is overridden: managed env is merged last
 	} {

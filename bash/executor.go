@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/modelenv"
 )
 
 // stopSlack bounds, beyond the grace, the wait for a terminated tree: SIGKILL plus the time
@@ -73,9 +75,10 @@ func New(cfg Config) (*Executor, error) {
 	} else if !fi.IsDir() {
 		return nil, &ConfigError{Key: "cwd", Field: "Cwd", Err: fmt.Errorf("%s is not a directory", c.Cwd)}
 	}
-	env := c.Env
-	if env == nil {
-		env = os.Environ()
+	if c.Service != nil {
+		if err := modelenv.CheckOpen(context.Background(), c.Service); err != nil {
+			return nil, &Error{Op: "new", Kind: ErrClosed, Err: err, Hint: "Config.Service was closed; pass an open Service"}
+		}
 	}
 	store, err := openStore(c.SpillDir, c.SpillMaxAge, c.SpillMaxTotalBytes)
 	if err != nil {
@@ -84,8 +87,8 @@ func New(cfg Config) (*Executor, error) {
 	c.SpillDir = store.root
 	svc, owned := c.Service, c.Service == nil
 	if owned {
-		svc, err = subprocess.New(subprocess.Config{
-			Env: withoutStartupVars(env), ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
+		svc, err = modelenv.NewService(subprocess.Config{
+			Env: c.Env, ManagedPrefix: c.ManagedPrefix, AllowEnv: c.AllowEnv,
 			TempDir: c.TempDir, SpillDir: store.dir, Logger: log, Guard: c.Guard, Sandbox: c.Sandbox,
 		})
 		if err != nil {
@@ -135,7 +138,7 @@ func (e *Executor) enter(op string) error {
 
 func spawnError(op string, err error) error {
 	if errors.Is(err, subprocess.ErrClosed) {
-		return &Error{Op: op, Kind: ErrClosed, Err: err}
+		return &Error{Op: op, Kind: ErrClosed, Err: err, Hint: "the Service the executor runs on was closed; make a new Executor on an open one"}
 	}
 	return &Error{Op: op, Err: err}
 }

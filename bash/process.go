@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // Offsets are positions in a background process's output streams, in whole-stream bytes:
@@ -212,15 +213,9 @@ func (p *Process) WaitOutput(ctx context.Context, from Offsets, max int) (Delta,
 // holdBackPartialRune drops an incomplete UTF-8 sequence from the end of d, unless it is all
 // d holds; the next read returns it whole.
 func holdBackPartialRune(d *subprocess.Delta) {
-	n := len(d.Data)
-	for i := 1; i <= utf8.UTFMax-1 && i < n; i++ {
-		if b := d.Data[n-i]; utf8.RuneStart(b) {
-			if !utf8.FullRune(d.Data[n-i:]) {
-				d.Data = d.Data[:n-i]
-				d.Next -= int64(i)
-			}
-			return
-		}
+	if n := utf8bridge.WholeLen(d.Data); n > 0 {
+		d.Next -= int64(len(d.Data) - n)
+		d.Data = d.Data[:n]
 	}
 }
 

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // Render turns the outcome of Exec into the text a model sees: stdout, then stderr under a
@@ -56,7 +57,7 @@ func renderStream(b *strings.Builder, name string, s subprocess.StreamResult, he
 	}
 	tail := s.Tail
 	if s.Truncated {
-		tail = trimPartialStart(tail)
+		tail = utf8bridge.TrimStart(tail) // a character cut in two
 		fmt.Fprintf(b, "[%s truncated: only its last %s of %s are shown below", name, bytesText(int64(len(tail))), bytesText(s.TotalBytes))
 		switch {
 		case s.SpillPath != "":
@@ -81,14 +82,6 @@ func writeText(b *strings.Builder, data []byte) {
 	if data[len(data)-1] != '\n' {
 		b.WriteString("\n")
 	}
-}
-
-// trimPartialStart drops continuation bytes a tail starts with (a character cut in two).
-func trimPartialStart(p []byte) []byte {
-	for i := 0; i < utf8.UTFMax-1 && len(p) > 0 && !utf8.RuneStart(p[0]); i++ {
-		p = p[1:]
-	}
-	return p
 }
 
 func renderStatus(b *strings.Builder, r Result) {
@@ -185,7 +178,7 @@ func renderDeltaStream(b *strings.Builder, name string, d subprocess.Delta, head
 	}
 	data := d.Data
 	if d.Dropped > 0 {
-		data = trimPartialStart(data)
+		data = utf8bridge.TrimStart(data)
 		fmt.Fprintf(b, "[%s of %s before offset %d are no longer available]\n", bytesText(d.Dropped), name, d.From)
 	}
 	writeText(b, data)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/modelenv"
 )
 
 // Request is one command.
@@ -35,43 +37,6 @@ type Request struct {
 	// Stdin, when not nil, is written to the command's standard input, which is then closed.
 	// When nil, standard input is the null device: a command never waits for input.
 	Stdin []byte
-}
-
-// modelEnv is set after the scrub so that no command waits on a pager, an editor or a
-// password prompt, and no output carries ANSI colour codes.
-func modelEnv() []string {
-	return []string{
-		"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
-		"GH_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true",
-	}
-}
-
-// startupVars make a non-interactive bash read a file or change its options before the
-// command: the host's values are dropped so that every call starts the same. A Request may
-// still set them.
-func startupVars() []string { return []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"} }
-
-// emptyStartupVars sets every startup variable empty (bash then reads no file and sets no
-// option), for a Service whose environment may carry them; a Request's own values win.
-func emptyStartupVars() []string {
-	var out []string
-	for _, name := range startupVars() {
-		out = append(out, name+"=")
-	}
-	return out
-}
-
-// withoutStartupVars returns env minus the startup variables; never nil.
-func withoutStartupVars(env []string) []string {
-	drop := startupVars()
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(drop, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // spec turns a request into a Spec. It returns the foreground timeout that applies.
@@ -124,7 +89,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	if !e.owned {
 		// A shared Service's environment still has the host's startup variables, its spill
 		// directory is not under the executor's retention, and its sandbox is not ours.
-		spec.Env = append(emptyStartupVars(), env...)
+		spec.Env = append(modelenv.EmptyStartup(), env...)
 		spec.SpillDir = e.store.dir
 		spec.Sandbox = c.Sandbox
 	}
@@ -135,7 +100,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 // request's plain env, then its managed env (later entries win in the Service's merge).
 func (e *Executor) env(req Request) ([]string, error) {
 	prefix := e.cfg.ManagedPrefix
-	out := modelEnv()
+	out := modelenv.Pipes()
 	for _, set := range []struct {
 		field   string
 		vars    map[string]string

@@ -69,3 +69,36 @@ func TestSharedService(t *testing.T) {
 	assert.Equal(t, "Service", ce.Field)
 	assert.Contains(t, ce.Error(), "Guard, TempDir configure the executor's own Service")
 }
+
+// Every closed error says subprocess.ErrClosed too: a closed executor, a caller's Service
+// closed under a live executor, and a caller's Service already closed at New.
+func TestClosedIsServiceClosed(t *testing.T) {
+	e, _ := newExecutor(t, bash.Config{})
+	require.NoError(t, e.Close())
+	_, err := e.Exec(context.Background(), bash.Request{Command: "true"})
+	require.ErrorIs(t, err, bash.ErrClosed)
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+	_, err = e.Start(context.Background(), bash.Request{Command: "true"})
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+	require.ErrorIs(t, e.Sweep(context.Background()), subprocess.ErrClosed)
+	assert.ErrorIs(t, bash.ErrClosed, subprocess.ErrClosed)
+	assert.NotErrorIs(t, subprocess.ErrClosed, bash.ErrClosed, "the Service's closing is not the executor's")
+
+	mark := testutil.Mark()
+	testutil.NoLeaks(t, mark)
+	svc, err := subprocess.New(subprocess.Config{Env: testutil.Env(mark), TempDir: t.TempDir()})
+	require.NoError(t, err)
+	shared, err := bash.New(bash.Config{Service: svc, SpillDir: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, svc.Close())
+	_, err = shared.Exec(context.Background(), bash.Request{Command: "true"})
+	require.ErrorIs(t, err, bash.ErrClosed)
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+	assert.Contains(t, err.Error(), "Service")
+	require.NoError(t, shared.Close())
+
+	_, err = bash.New(bash.Config{Service: svc, SpillDir: t.TempDir()})
+	require.ErrorIs(t, err, bash.ErrClosed)
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+	assert.NotContains(t, err.Error(), "no such file")
+}

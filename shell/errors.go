@@ -20,8 +20,10 @@ var (
 	ErrNotFound = subprocess.ErrNotFound
 	// ErrUnsupported: the platform has no terminals (Windows). It is subprocess.ErrUnsupported.
 	ErrUnsupported = subprocess.ErrUnsupported
-	// ErrClosed: the Session or Manager was closed; open a new one.
-	ErrClosed = errors.New("session is closed")
+	// ErrClosed: the Session or Manager, or the Service it runs on (Config.Service), was
+	// closed; open a new one. It is also subprocess.ErrClosed for errors.Is, so one test
+	// covers both layers.
+	ErrClosed error = &closedError{"session is closed"}
 	// ErrBusy: a command is still running in the session; Poll it, Write input to it or
 	// Interrupt it before the next Run.
 	ErrBusy = errors.New("a command is still running")
@@ -35,6 +37,15 @@ var (
 	// marker within Config.StartTimeout).
 	ErrStart = errors.New("the shell did not start")
 )
+
+// closedError is the package's closed kind: its own message, and subprocess.ErrClosed for
+// errors.Is.
+type closedError struct{ msg string }
+
+func (e *closedError) Error() string { return e.msg }
+
+// Is reports whether target is subprocess.ErrClosed.
+func (e *closedError) Is(target error) bool { return target == subprocess.ErrClosed }
 
 // Error is a failed operation of a Session or a Manager.
 type Error struct {
@@ -67,7 +78,7 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return "shell: config " + e.Field + ": " + e.Err.Error()
+	return errtext.Format("shell", "config", e.Field, nil, e.Err, "")
 }
 
 // Unwrap returns ErrInvalid and the cause.
@@ -81,7 +92,7 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	return "shell: run: syntax error, nothing ran: " + e.Message
+	return errtext.Format("shell", "run", "", ErrSyntax, errors.New(e.Message), "nothing ran")
 }
 
 // Unwrap returns ErrSyntax.

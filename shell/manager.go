@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/modelenv"
 )
 
 // Defaults of ManagerConfig.
@@ -78,13 +79,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, svc: cfg.Session.Service, sessions: map[string]*Session{}}
 	if m.svc == nil {
-		sc := cfg.Session.ServiceConfig
-		env := sc.Env
-		if env == nil {
-			env = os.Environ()
-		}
-		sc.Env = withoutStartupVars(env)
-		svc, err := subprocess.New(sc)
+		svc, err := modelenv.NewService(cfg.Session.ServiceConfig)
 		if err != nil {
 			return nil, &Error{Op: "new manager", Err: err}
 		}

@@ -14,10 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/modelenv"
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // State is where a session's shell stands at the end of a Step.
@@ -212,18 +214,15 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		return nil, err
 	}
 	if s.svc == nil {
-		sc := c.ServiceConfig
-		env := sc.Env
-		if env == nil {
-			env = os.Environ()
-		}
-		sc.Env = withoutStartupVars(env)
-		svc, err := subprocess.New(sc)
+		svc, err := modelenv.NewService(c.ServiceConfig)
 		if err != nil {
 			s.stop()
 			return nil, &Error{Op: op, ID: id, Err: err}
 		}
 		s.svc, s.ownSvc = svc, true
+	} else if err := modelenv.CheckOpen(ctx, s.svc); err != nil {
+		// Before the runtime root, which Close removed, is looked at.
+		return fail(&Error{Op: op, ID: id, Kind: ErrClosed, Err: err, Hint: "Config.Service was closed; pass an open Service"})
 	}
 	bash, err := s.svc.ResolveExecutable(c.Bash)
 	if err != nil {
@@ -257,7 +256,12 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 	}
 	s.cmdFile = cmdFile
 	s.sc = newScanner(newOwnLines(s.nonce, cmdFile.Name(), promptCommand(s.nonce, rc)), s.emit, s.marker, sessionScreen{s})
-	env := append(modelEnv(), c.Env...)
+	env := append(modelenv.Terminal(), c.Env...)
+	if !s.ownSvc {
+		// A caller's Service keeps the host's startup variables: they are set empty first,
+		// so that Config.Env may still set them.
+		env = append(modelenv.EmptyStartup(), env...)
+	}
 	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
 		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
 		Dir: c.Dir, Env: env, Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes, Grace: c.Grace,
@@ -866,10 +870,7 @@ func (s *Session) prompt() string {
 	defer s.mu.Unlock()
 	total := s.tr.total()
 	data, _ := s.tr.ring.ReadAt(max(0, total-1024), 0)
-	for len(data) > 0 && !utf8.RuneStart(data[0]) {
-		data = data[1:]
-	}
-	return lastLine(Render(data))
+	return lastLine(Render(utf8bridge.TrimStart(data)))
 }
 
 func notes(flags string, lost int64) []string {

@@ -751,3 +751,34 @@ func TestShellTerminateForeground(t *testing.T) {
 	assert.Contains(t, st.Notes[len(st.Notes)-1], "Ctrl-C (SIGINT), never SIGTERM or SIGKILL")
 	assert.Equal(t, "ok\n", run(t, s, "echo ok").Output)
 }
+
+// Every closed error says subprocess.ErrClosed too, and Open on a caller's Service that was
+// closed says so before it looks at the Service's runtime root (which Close removed).
+func TestShellClosedIsServiceClosed(t *testing.T) {
+	assert.ErrorIs(t, ErrClosed, subprocess.ErrClosed)
+	assert.NotErrorIs(t, subprocess.ErrClosed, ErrClosed, "the Service's closing is not the session's")
+
+	cfg, _ := testConfig(t)
+	svc, err := subprocess.New(cfg.ServiceConfig)
+	require.NoError(t, err)
+	s, err := Open(ctxT(t, time.Minute), Config{Service: svc})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = s.Run(ctxT(t, time.Minute), "true", time.Second)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+
+	m, err := NewManager(ManagerConfig{Session: Config{Service: svc}})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+	_, err = m.Open(ctxT(t, time.Minute))
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+
+	require.NoError(t, svc.Close())
+	_, err = Open(ctxT(t, time.Minute), Config{Service: svc})
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, subprocess.ErrClosed)
+	assert.NotContains(t, err.Error(), "no such file")
+	assert.NotContains(t, err.Error(), "writable")
+	assert.Contains(t, err.Error(), "Config.Service was closed")
+}

@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/internal/tail"
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // transcript is what the session's terminal showed, markers and the session's own lines
@@ -93,15 +93,12 @@ func (t *transcript) take(maxOutput int) taken {
 		data, _ := t.ring.ReadAt(from, 0) // the ring holds at least maxOutput bytes
 		tk.output = Render(data)
 	} else {
-		head := t.head[:runeCut(t.head)]
+		head := t.head[:utf8bridge.WholeLen(t.head)]
 		tailLen := maxOutput - t.headMax
 		tailData, start := t.ring.ReadAt(next-int64(tailLen), 0)
-		skip := 0
-		for skip < len(tailData) && skip < utf8.UTFMax && !utf8.RuneStart(tailData[skip]) {
-			skip++
-		}
-		tailData = tailData[skip:]
-		start += int64(skip)
+		trimmed := utf8bridge.TrimStart(tailData) // a character cut in two
+		start += int64(len(tailData) - len(trimmed))
+		tailData = trimmed
 		tk.omitted = start - from - int64(len(head))
 		tk.omitFrom = from + int64(len(head))
 		h := Render(head)
@@ -117,19 +114,6 @@ func (t *transcript) take(maxOutput int) taken {
 
 func omittedMark(n int64) string {
 	return fmt.Sprintf("[... %s bytes omitted ...]\n", groupDigits(n))
-}
-
-// runeCut is the length of p without a character cut at its end.
-func runeCut(p []byte) int {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			if utf8.FullRune(p[i:]) {
-				return len(p)
-			}
-			return i
-		}
-	}
-	return len(p)
 }
 
 func groupDigits(n int64) string {
