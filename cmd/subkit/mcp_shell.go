@@ -58,10 +58,12 @@ type shellIDIn struct {
 	ID string `json:"id" jsonschema:"the id shell_open returned"`
 }
 
+// shellStepOut is one step of a shell session: a step of subkit shell, and the shell tools'
+// result.
 type shellStepOut struct {
-	ID            string      `json:"id"`
+	ID            string      `json:"id,omitempty" jsonschema:"the shell session's id"`
 	State         string      `json:"state" jsonschema:"completed: the shell is back at its prompt; waiting_for_input: the program in the foreground is blocked reading the terminal (a prompt, a REPL, a password: see input); running: the command (or a program it runs in the foreground) still runs; exited: the shell has ended"`
-	Command       string      `json:"command" jsonschema:"the command this step is about"`
+	Command       string      `json:"command" jsonschema:"the command this step is about (subkit shell: the script's line)"`
 	Output        string      `json:"output" jsonschema:"the output since the previous step, as a terminal shows it; its head and tail when long, with a mark of what was left out"`
 	Omitted       int64       `json:"omitted" jsonschema:"bytes of output left out between the head and the tail"`
 	OmittedFrom   int64       `json:"omitted_from" jsonschema:"the transcript offset of the first omitted byte: shell_read with this offset reads them"`

@@ -29,8 +29,9 @@ Empty lines are skipped. When FILE is done the session is closed, with everythin
 --sandbox confines the shell and everything it starts (Linux), as for subkit bash.
 
 With --json it prints one JSON object:
-  {"steps":[{"command","state","exit_code","cwd","output","foreground","screen","input","notes"}],"exit_code",
-   "cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
+  {"steps":[{"state","command","output","omitted","omitted_from","from","next","exit_code","signal",
+   "cwd","duration_ms","foreground","foreground_pid","input","screen","notes","cancelled"}],
+   "exit_code","cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
 state is "completed" (exit_code is the command's status), "waiting_for_input" (the foreground
 program waits for input: input is {"pid","comm","modes_known","line_mode","echo_off","prompt"},
 echo_off at a password prompt; exit_code null), "running" (still running at the yield;
@@ -39,26 +40,14 @@ exit_code is its status, null when a signal ended it), "syntax_error" (refused b
 nothing ran) or "refused" (not run: an earlier line still runs, or the shell has exited);
 output is the step's new output (its head and tail beyond 64000 bytes); screen is the screen of
 a full-screen program (vim, less, top, watch: TERM is xterm-256color) as a person would see it,
-200x50, trailing blanks trimmed, whose bytes are not in output; foreground and notes appear when
-there is something to say; the last "exit_code" is the last step's. It exits 0 once
+200x50, trailing blanks trimmed, whose bytes are not in output; from, next and omitted_from are
+offsets in the session's transcript; the last "exit_code" is the last step's. It exits 0 once
 the session has run (130 when interrupted). Without --json it prints each step as
 "$ command", its output and a bracketed status line ("> " lines as they are), and exits with the
 last step's exit code (0 when it has none).
 
 flags:
 `
-
-type shellStep struct {
-	Command    string      `json:"command"`
-	State      string      `json:"state"`
-	ExitCode   *int        `json:"exit_code"`
-	Cwd        string      `json:"cwd"`
-	Output     string      `json:"output"`
-	Foreground string      `json:"foreground,omitempty"`
-	Screen     string      `json:"screen,omitempty"`
-	Input      *shellInput `json:"input,omitempty"`
-	Notes      []string    `json:"notes,omitempty"`
-}
 
 // shellInput is a step's shell.InputWait: who waits for input and how the terminal takes it.
 type shellInput struct {
@@ -102,9 +91,9 @@ func waitingLine(in *shellInput, how string) string {
 }
 
 type shellOutput struct {
-	Steps     []shellStep `json:"steps"`
-	ExitCode  *int        `json:"exit_code"`
-	Cancelled bool        `json:"cancelled"` // interrupted: the session was closed
+	Steps     []shellStepOut `json:"steps"`
+	ExitCode  *int           `json:"exit_code"`
+	Cancelled bool           `json:"cancelled"` // interrupted: the session was closed
 	// Sandbox is how the shell was confined (--sandbox), absent otherwise.
 	Sandbox *sandboxOutput `json:"sandbox,omitempty"`
 }
@@ -200,7 +189,7 @@ func readLines(name string) ([]string, error) {
 
 // runShellScript runs the lines; it reports whether ctx ended it.
 func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield time.Duration) (shellOutput, bool) {
-	out := shellOutput{Steps: []shellStep{}}
+	out := shellOutput{Steps: []shellStepOut{}}
 	for _, line := range lines {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -215,7 +204,7 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 		if ctx.Err() != nil {
 			return out, true
 		}
-		step := shellStep{Command: line}
+		step := shellStepOut{Notes: []string{}}
 		var se *shell.SyntaxError
 		switch {
 		case errors.As(err, &se):
@@ -225,13 +214,9 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 		case err != nil:
 			step.State, step.Output = "refused", err.Error()
 		default:
-			step.State, step.Cwd, step.Output = string(st.State), st.Cwd, st.Output
-			step.Foreground, step.Notes, step.Input, step.Screen = st.Foreground, st.Notes, shellInputOf(st.Input), st.Screen
-			if st.State != shell.StateRunning && st.State != shell.StateWaitingInput && st.ExitCode >= 0 {
-				code := st.ExitCode
-				step.ExitCode = &code
-			}
+			step = shellStepOf("", st)
 		}
+		step.Command = line
 		out.Steps = append(out.Steps, step)
 		out.ExitCode = step.ExitCode
 	}
@@ -239,7 +224,7 @@ func runShellScript(ctx context.Context, s *shell.Session, lines []string, yield
 }
 
 // renderShellStep is one step as text: the command, its output, a bracketed status line.
-func renderShellStep(st shellStep) string {
+func renderShellStep(st shellStepOut) string {
 	var b strings.Builder
 	if strings.HasPrefix(st.Command, "> ") {
 		b.WriteString(st.Command + "\n") // input typed into the foreground program
