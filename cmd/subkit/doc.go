@@ -11,7 +11,8 @@
 //	subkit mcp [flags]                         serve the kit's tools over the Model Context Protocol
 //	subkit --version | version [--json]        the version and this platform's support row
 //
-// One exit-status table holds for every command (exitStatusText, printed by each -h): the
-// program's status, 128+N by signal, 124 timeout, 130 interrupted (a second Ctrl-C kills at
-// once), 126 not executable, 127 not found, 2 bad usage, 1 other.
+// One exit-status table holds for every command (internal/exitstatus: printed by each -h, and
+// written into the README by go generate): the program's status, 128+N by signal, 124
+// timeout, 130 interrupted (a second Ctrl-C kills at once), 126 not executable, 127 not found,
+// 2 bad usage, 1 other.
 package main

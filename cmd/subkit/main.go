@@ -9,37 +9,28 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/subkit/subkit/internal/exitstatus"
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Exit statuses of subkit itself: the one table of every command (exitStatusText).
+//go:generate go run ../../internal/exitstatus/mkreadme -doc ../../README.md
+
+// Exit statuses of subkit itself: the one table of every command (internal/exitstatus).
 const (
-	exitFailure     = 1
-	exitUsage       = 2
-	exitTimeout     = 124 // as timeout(1)
-	exitNotExec     = 126
-	exitNotFound    = 127
-	exitSignalShift = 128
-	exitCancelled   = 130 // interrupted, as a shell's after Ctrl-C
+	exitFailure     = exitstatus.Failure
+	exitUsage       = exitstatus.Usage
+	exitTimeout     = exitstatus.Timeout
+	exitNotExec     = exitstatus.NotExec
+	exitNotFound    = exitstatus.NotFound
+	exitSignalShift = exitstatus.SignalShift
+	exitCancelled   = exitstatus.Cancelled
 )
 
-// exitStatusText is the exit-status table, printed by every command's -h and in the README.
-const exitStatusText = `Exit status, the same for every command:
-  N       the program's own status (text mode; under --json: 0 once it has run, the status is in the JSON)
-  128+N   a signal N ended the program (text mode)
-  124     the timeout (--timeout) ended it (text mode)
-  130     interrupted: a first Ctrl-C (or SIGTERM, SIGHUP) ends the tree with the grace, a second
-          one at once with SIGKILL; every JSON result says "cancelled"
-  126     the program cannot be executed
-  127     the program was not found
-  2       bad usage: flags, arguments, configuration, a --dir that is not a directory
-  1       any other failure
-Under --json every failure is {"error":{"kind","message"}}: kind is invalid, not_found,
-permission, unsupported, cancelled or internal (lsp adds failed, timeout, server_exited,
-protocol and shutdown).
-`
+// exitStatusText is the exit-status table as every command's -h prints it; the README's
+// table is made from the same rows by go generate.
+var exitStatusText = exitstatus.Text()
 
-const usage = `usage: subkit COMMAND [flags] [args]
+var usage = `usage: subkit COMMAND [flags] [args]
 
 commands:
   exec   run one process tree with bounded output and print its result

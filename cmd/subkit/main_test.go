@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/subkit/subkit/internal/exitstatus"
 	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/subprocess"
 )
@@ -182,4 +183,20 @@ func leakChecked(t *testing.T) (mark, tmp string) {
 	tmp = t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	return mark, tmp
+}
+
+// Every command's -h ends with the one exit-status table, and the README holds the same rows
+// (go generate writes them there).
+func TestExitStatusTableEverywhere(t *testing.T) {
+	for _, cmd := range []string{"exec", "tree", "term", "bash", "shell", "lsp", "code", "mcp", "version"} {
+		var out, errb strings.Builder
+		require.Equal(t, 0, run(context.Background(), []string{cmd, "-h"}, strings.NewReader(""), &out, &errb), cmd)
+		assert.True(t, strings.HasSuffix(out.String(), "\n"+exitstatus.Text()), "%s -h:\n%s", cmd, out.String())
+	}
+	var out, errb strings.Builder
+	require.Equal(t, 0, run(context.Background(), []string{"-h"}, strings.NewReader(""), &out, &errb))
+	assert.True(t, strings.HasSuffix(out.String(), exitstatus.Text()))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), exitstatus.Markdown(), "run go generate ./cmd/subkit")
 }
