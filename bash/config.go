@@ -12,13 +12,16 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Defaults of the configuration keys. The first six are the reference executor's.
+// Defaults of the configuration keys. The first six are the reference executor's; the tail
+// and the grace are the Service's own defaults (subprocess.DefaultTailBytes, DefaultGrace).
 const (
-	DefaultTimeout            = 120 * time.Second      // timeoutMs 120000
-	DefaultMaxTimeout         = 600 * time.Second      // maxTimeoutMs 600000
-	DefaultMaxOutputBytes     = 64000                  // maxOutputBytes
-	DefaultMaxSpillBytes      = 64 << 20               // maxSpillBytes 67108864
-	DefaultGrace              = 3 * time.Second        // graceMs 3000
+	DefaultTimeout        = 120 * time.Second           // timeoutMs 120000
+	DefaultMaxTimeout     = 600 * time.Second           // maxTimeoutMs 600000
+	DefaultMaxOutputBytes = subprocess.DefaultTailBytes // maxOutputBytes 64000
+	DefaultMaxSpillBytes  = 64 << 20                    // maxSpillBytes 67108864
+	DefaultGrace          = subprocess.DefaultGrace     // graceMs 3000
+	// DefaultDrainGrace is the executor's own: a Spec's drain defaults to its grace, which
+	// would keep `sleep 1000 & echo done` open for 3 s.
 	DefaultDrainGrace         = 250 * time.Millisecond // drainMs 250
 	DefaultMaxBackground      = 64                     // maxBackground
 	DefaultSpillMaxAge        = 24 * time.Hour         // spillMaxAgeMs 86400000

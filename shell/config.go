@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -8,19 +9,23 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/subprocess"
+
+	"github.com/subkit/subkit/internal/modelenv"
 )
 
 // Defaults of Config.
 const (
-	DefaultCols            = 200 // wide enough that most output does not wrap
-	DefaultRows            = 50
-	DefaultMaxOutputBytes  = 64000   // per Step: half from the head of the new output, half from its tail
+	DefaultCols = 200 // wide enough that most output does not wrap
+	DefaultRows = 50
+	// DefaultMaxOutputBytes bounds a Step's output (half from the head of the new output,
+	// half from its tail): the Service's tail, subprocess.DefaultTailBytes.
+	DefaultMaxOutputBytes  = subprocess.DefaultTailBytes
 	DefaultTranscriptBytes = 1 << 20 // newest transcript bytes kept for ReadTranscript
 	// DefaultTranscriptFileBytes bounds the transcript file.
 	DefaultTranscriptFileBytes = 64 << 20
 	DefaultYield               = 10 * time.Second
 	DefaultMaxYield            = 10 * time.Minute
-	DefaultGrace               = 3 * time.Second
+	DefaultGrace               = subprocess.DefaultGrace
 	DefaultStartTimeout        = 30 * time.Second
 	DefaultInputSettle         = 100 * time.Millisecond
 	// MinInputSettle and MaxInputSettle bound Config.InputSettle.
@@ -43,9 +48,11 @@ type Config struct {
 	// guard, limits) applies as it is. Nil means the session makes a Service of its own from
 	// ServiceConfig and closes it with the session.
 	Service *subprocess.Service
-	// ServiceConfig configures the Service a session makes for itself when Service is nil.
-	// The bash startup variables (BASH_ENV, ENV, SHELLOPTS, BASHOPTS) are dropped from its
-	// Env, as the bash executor does. It must be zero when Service is set.
+	// ServiceConfig configures the Service a session makes for itself when Service is nil,
+	// the way the bash executor makes its own: the bash startup variables (BASH_ENV, ENV,
+	// SHELLOPTS, BASHOPTS) are dropped from its Env, and its Logger defaults to Logger. It
+	// must be zero when Service is set. On a caller's Service the startup variables are set
+	// empty for the shell instead (Env may still set them).
 	ServiceConfig subprocess.Config
 
 	// Bash is the shell program; empty means "bash", searched in the Service's scrubbed PATH.
@@ -54,9 +61,9 @@ type Config struct {
 	Dir string
 	// Env is NAME=VALUE set in the shell's environment after the model-friendly defaults
 	// (NO_COLOR=1, TERM=xterm-256color, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
-	// GIT_TERMINAL_PROMPT=0, GIT_EDITOR and GIT_SEQUENCE_EDITOR that fail saying how to give
-	// the text on the command line instead; LANG=C.UTF-8 when no locale is set), which it
-	// may override.
+	// GIT_TERMINAL_PROMPT=0, PYTHONUNBUFFERED=1, GIT_EDITOR and GIT_SEQUENCE_EDITOR that fail
+	// saying how to give the text on the command line instead; LANG=C.UTF-8 when no locale
+	// is set), which it may override.
 	Env []string
 	// Cols and Rows are the terminal size; 0 means DefaultCols x DefaultRows.
 	Cols, Rows int
@@ -199,4 +206,13 @@ func (c Config) withDefaults() Config {
 	}
 	c.Env = append([]string(nil), c.Env...)
 	return c
+}
+
+// ownService makes the Service of a session or Manager whose caller gave none, the way every
+// adapter makes one (modelenv.NewService: the startup variables dropped); it logs to Logger
+// unless ServiceConfig names a Logger of its own.
+func (c Config) ownService() (*subprocess.Service, error) {
+	sc := c.ServiceConfig
+	sc.Logger = cmp.Or(sc.Logger, c.Logger)
+	return modelenv.NewService(sc)
 }

@@ -8,7 +8,7 @@
 // Service's terminals were made for. Open starts a non-login interactive bash that reads no
 // startup file of the user (no ~/.bashrc, no history file), in the bash executor's
 // model-friendly environment (NO_COLOR=1, PAGER=cat, GIT_PAGER=cat, GH_PAGER=cat,
-// GIT_TERMINAL_PROMPT=0, after the Service's credential scrub) but for a real terminal type
+// GIT_TERMINAL_PROMPT=0, PYTHONUNBUFFERED=1, after the Service's credential scrub) but for a real terminal type
 // (TERM=xterm-256color, so full-screen programs draw their screens) and git's editors
 // (GIT_EDITOR and GIT_SEQUENCE_EDITOR fail with a message saying how to give the text on the
 // command line, so `git rebase -i` never succeeds without doing what was asked); LANG=C.UTF-8

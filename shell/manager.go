@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/subkit/subkit/subprocess"
-
-	"github.com/subkit/subkit/internal/modelenv"
 )
 
 // Defaults of ManagerConfig.
@@ -79,7 +77,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, svc: cfg.Session.Service, sessions: map[string]*Session{}}
 	if m.svc == nil {
-		svc, err := modelenv.NewService(cfg.Session.ServiceConfig)
+		svc, err := cfg.Session.ownService()
 		if err != nil {
 			return nil, &Error{Op: "new manager", Err: err}
 		}

@@ -214,7 +214,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		return nil, err
 	}
 	if s.svc == nil {
-		svc, err := modelenv.NewService(c.ServiceConfig)
+		svc, err := c.ownService()
 		if err != nil {
 			s.stop()
 			return nil, &Error{Op: op, ID: id, Err: err}
