@@ -350,6 +350,7 @@ func (s *mcpServer) newServer() *mcp.Server {
 				"each call's tree is ended on timeout or cancellation, output is bounded (the whole stream stays in a spill file " +
 				"named in the result), and nothing the server started outlives it.",
 		})
+	server.AddReceivingMiddleware(argumentErrors)
 	s.addBashTools(server)
 	s.addShellTools(server)
 	s.addCodeTools(server)

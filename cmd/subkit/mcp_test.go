@@ -344,11 +344,21 @@ func TestMcpBadInput(t *testing.T) {
 		{"lsp_diagnostics", map[string]any{"files": []any{"x.unknownext"}}, "x.unknownext"},
 		{"lsp_diagnostics", map[string]any{"files": "main.go"}, "files"},
 		{"process_tree", map[string]any{"pid": -4}, "negative"},
-		{"process_tree", map[string]any{"pid": 1e40}, "pid"},
+		{"process_tree", map[string]any{"pid": 1e40}, "argument pid must be an integer in range"},
+		{"bash_read", map[string]any{"id": "x", "max_bytes": 1e20}, "argument max_bytes must be an integer in range"},
+		{"bash", map[string]any{"command": "true", "timeout_ms": 1e30}, "argument timeout_ms must be an integer in range"},
+		{"bash", map[string]any{"command": 42}, `argument command: type: 42 has type "integer", want "string"`},
+		{"bash", map[string]any{}, `missing argument "command"`},
+		{"bash", map[string]any{"command": "true", "bogus": 1, "x": 2}, `unknown argument "bogus", "x"`},
+		{"lsp_diagnostics", map[string]any{"files": []any{1}}, "argument files[]: "},
 	}
 	for _, tc := range cases {
 		text := c.callErr(t, tc.tool, tc.args)
 		assert.Contains(t, text, tc.want, "%s %v", tc.tool, tc.args)
+		for _, goText := range []string{"Go struct field", "json: ", "validating root"} {
+			assert.NotContains(t, text, goText, "%s %v: the argument, not the decoder", tc.tool, tc.args)
+		}
+		assert.NotRegexp(t, `main\.\w+In\b`, text, "%s %v: no Go type", tc.tool, tc.args)
 	}
 	// A command too long for exec(2) is refused by the system, not a crash.
 	assert.Contains(t, c.callErr(t, "bash", map[string]any{"command": "echo " + strings.Repeat("x", 3<<20)}), "argument list too long")
