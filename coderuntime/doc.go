@@ -1,18 +1,20 @@
 // Package coderuntime runs model-written code (python3, node, bash) and reports what it did:
 // one-shot runs, and code sessions whose state lives from one cell to the next.
 //
-// A Runtime takes a Request (language, code, optional stdin, timeout, environment, output
+// Runtime.Run takes a Request (language, code, optional stdin, timeout, environment, output
 // budgets) and returns a Result: the exit code or the signal that ended the interpreter,
 // whether the run timed out or was cancelled, whether processes it started held its output
 // past the drain grace, its duration, the tail of stdout and stderr (kept apart, with totals,
 // a truncation flag and an optional spill file), and, when the code raised an uncaught
 // exception or had a syntax error, a structured CodeError {Name, Value, Traceback}. A code
 // error is a Result, never a Go error: Go errors are for the runtime itself (ErrInvalid,
-// ErrUnsupportedLanguage, ErrRuntimeUnavailable, ErrClosed, ErrUnsupported).
+// ErrUnsupportedLanguage, ErrRuntimeUnavailable, ErrClosed, ErrUnsupported), in one shape
+// ("coderuntime: op language: kind: cause (hint)"). ErrClosed, for a closed runtime, session
+// or Service, matches subprocess.ErrClosed too.
 //
-// SubprocessRuntime is the local implementation, built on a subprocess.Service: its own, or
-// one the caller owns and shares with other adapters (Config.Service), which the runtime then
-// never closes. Each run:
+// A Runtime is built on a subprocess.Service: its own, or one the caller owns and shares with
+// other adapters (Config.Service), which the runtime then never closes and whose defaults
+// (grace, output tail) it takes. Each run:
 //
 //   - resolves its interpreter with Service.ResolveExecutable (overridable per language in
 //     Config.Interpreters or per run in Request.Interpreter); a missing one is an
@@ -28,11 +30,11 @@
 //     whole tree (SIGTERM, then SIGKILL after the grace), and after any ending whatever the
 //     code left running is ended too, including processes that escaped with setsid. Processes
 //     that hold the output pipes hold the result for the drain grace only
-//     (DefaultDrainGrace, 250 ms): the Result then says PipesHeld.
+//     (250 ms by default, Config.DrainGrace): the Result then says PipesHeld.
 //
 // # Sessions
 //
-// SubprocessRuntime.NewSession opens a Session (python3 or node; bash sessions are shell
+// Runtime.NewSession opens a Session (python3 or node; bash sessions are shell
 // sessions, in package shell): one long-lived interpreter running a small driver, written in
 // the language's standard library only, embedded in this package and written to the session's
 // private directory under the runtime root. Session.Run(ctx, Cell, Callbacks) runs one cell in
@@ -111,6 +113,7 @@
 //
 // # Testing an implementation
 //
-// Package runtimetest holds the contract suites every Runtime and every session implementation
-// must pass: runtimetest.Run(t, newRuntime) and runtimetest.RunSessions(t, newRuntime).
+// Package runtimetest holds the contract suites every code runtime must pass, this package's
+// Runtime as any other: runtimetest.Run(t, newRuntime) and runtimetest.RunSessions(t,
+// newRuntime); its Runtime and SessionRuntime interfaces say what they need.
 package coderuntime

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/subkit/subkit/internal/errtext"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -19,13 +20,22 @@ var (
 	// ErrInvalid: a Request or Config field is wrong; the error names it. It is
 	// subprocess.ErrInvalid, so one test covers both layers.
 	ErrInvalid = subprocess.ErrInvalid
-	// ErrClosed: the runtime or the session was closed (before or during the run); create a
-	// new one.
-	ErrClosed = errors.New("runtime is closed")
+	// ErrClosed: the runtime or the session was closed (before or during the run), or the
+	// Service it runs on was; create a new one. errors.Is(err, subprocess.ErrClosed) holds
+	// for it too, so one test covers every closed adapter and a closed Service.
+	ErrClosed error = closedError("runtime is closed")
 	// ErrUnsupported: the platform lacks what the feature needs (sessions on Windows). It is
 	// subprocess.ErrUnsupported.
 	ErrUnsupported = subprocess.ErrUnsupported
 )
+
+// closedError is ErrClosed's type: its own message, and subprocess.ErrClosed's kind.
+type closedError string
+
+func (e closedError) Error() string { return string(e) }
+
+// Is reports whether target is subprocess.ErrClosed.
+func (e closedError) Is(target error) bool { return target == subprocess.ErrClosed }
 
 // UnavailableError says that a language's interpreter cannot be used. It wraps
 // ErrRuntimeUnavailable and the resolution failure.
@@ -41,25 +51,23 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	var b strings.Builder
-	b.WriteString("coderuntime: ")
-	b.WriteString(string(e.Language))
-	b.WriteString(" unavailable: interpreter ")
-	b.WriteString(strconv.Quote(e.Interpreter))
+	var why strings.Builder
+	why.WriteString("interpreter ")
+	why.WriteString(strconv.Quote(e.Interpreter))
 	if errors.Is(e.Err, subprocess.ErrPermission) {
-		b.WriteString(" cannot be executed (")
-		b.WriteString(e.Err.Error())
-		b.WriteString("); searched ")
+		why.WriteString(" cannot be executed (")
+		why.WriteString(e.Err.Error())
+		why.WriteString("); searched ")
 	} else {
-		b.WriteString(" not found; searched ")
+		why.WriteString(" not found; searched ")
 	}
 	if len(e.Searched) == 0 {
-		b.WriteString("nothing: PATH has no absolute directory")
+		why.WriteString("nothing: PATH has no absolute directory")
 	} else {
-		b.WriteString(strings.Join(e.Searched, ", "))
+		why.WriteString(strings.Join(e.Searched, ", "))
 	}
-	b.WriteString(" (install it, or name it with Config.Interpreters or Request.Interpreter)")
-	return b.String()
+	return errtext.Format("coderuntime", "run", string(e.Language), ErrRuntimeUnavailable, errors.New(why.String()),
+		"install it, or name it with Config.Interpreters or Request.Interpreter")
 }
 
 // Unwrap returns ErrRuntimeUnavailable and the cause.
@@ -79,39 +87,36 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
-	return "coderuntime: " + e.Field + ": " + e.Kind.Error() + ": " + e.Err.Error()
+	return errtext.Format("coderuntime", "check", e.Field, e.Kind, e.Err, "")
 }
 
 // Unwrap returns the kind and the cause.
-func (e *RequestError) Unwrap() []error { return []error{e.Kind, e.Err} }
+func (e *RequestError) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }
 
 func invalid(field, msg string) error {
 	return &RequestError{Field: field, Kind: ErrInvalid, Err: errors.New(msg)}
 }
 
 // Error is any other failure of the runtime itself: making the run's directory, starting the
-// interpreter, ending what the code left behind. It wraps the cause (and ErrClosed when the
-// runtime was closed).
+// interpreter, ending what the code left behind. It wraps its kind (ErrClosed when the
+// runtime, the session or the Service was closed; ErrUnsupported) and the cause.
 type Error struct {
-	Op       string // "run", "prepare", "spawn", "cleanup", "new", "close"
-	Language Language
-	Err      error
+	Op       string   // "run", "prepare", "spawn", "cleanup", "new", "new session", "close", ...
+	Language Language // the language concerned, or ""
+	Kind     error    // ErrClosed, ErrUnsupported, or nil
+	Err      error    // the cause, or nil
+	Hint     string   // what the caller can do about it, when there is something to say
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("coderuntime: ")
-	b.WriteString(e.Op)
-	if e.Language != "" {
-		b.WriteString(" ")
-		b.WriteString(string(e.Language))
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return errtext.Format("coderuntime", e.Op, string(e.Language), e.Kind, e.Err, e.Hint)
 }
 
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the kind and the cause, so errors.Is matches both.
+func (e *Error) Unwrap() []error { return errtext.Unwrap(e.Kind, e.Err) }
+
+// closed is the *Error of op on a closed runtime or session; err is what else went wrong, or
+// nil.
+func closed(op string, l Language, err error) *Error {
+	return &Error{Op: op, Language: l, Kind: ErrClosed, Err: err}
+}

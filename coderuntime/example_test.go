@@ -34,7 +34,7 @@ func Example() {
 }
 
 // A timeout ends the whole tree, background jobs included.
-func ExampleSubprocessRuntime_Run_timeout() {
+func ExampleRuntime_Run_timeout() {
 	rt, err := coderuntime.New(coderuntime.Config{})
 	if err != nil {
 		panic(err)
@@ -56,7 +56,7 @@ func ExampleSubprocessRuntime_Run_timeout() {
 
 // A session keeps its state from one cell to the next; a trailing expression is the main
 // result, and display() gives more results.
-func ExampleSubprocessRuntime_NewSession() {
+func ExampleRuntime_NewSession() {
 	rt, err := coderuntime.New(coderuntime.Config{})
 	if err != nil {
 		panic(err)

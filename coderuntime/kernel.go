@@ -29,9 +29,6 @@ const (
 	// in ResultsDropped.
 	maxResults     = 1000
 	maxResultBytes = 64 << 20
-	// sessionDrain is how long the interpreter's output may drain after it exits while
-	// processes it started still hold the pipes.
-	sessionDrain = 250 * time.Millisecond
 )
 
 // kernel is one interpreter process running a session driver, and its control channel.
@@ -132,7 +129,7 @@ func (s *procSession) startKernel(ctx context.Context) (*kernel, error) {
 	env = append(env, "SUBKIT_SESSION_TOKEN="+token)
 	spec := subprocess.Spec{
 		Path: s.path, Args: s.info.args(s.info.driverFile, controlName, s.workArg),
-		Dir: s.dir, Env: env, Grace: s.grace, DrainGrace: min(s.grace, sessionDrain),
+		Dir: s.dir, Env: env, Grace: s.grace, DrainGrace: min(s.grace, drainGrace),
 		Stdout: subprocess.Output{TailBytes: followTail},
 		Stderr: subprocess.Output{TailBytes: followTail},
 	}

@@ -43,7 +43,7 @@ var realPython = sync.OnceValue(func() string {
 // newRuntime returns a runtime whose runtime root and spill dir live in the test's temp
 // dirs, closed at the end of the test; after that the temp dir must be empty (the runtime
 // root is removed by Close).
-func newRuntime(t *testing.T, cfg coderuntime.Config) *coderuntime.SubprocessRuntime {
+func newRuntime(t *testing.T, cfg coderuntime.Config) *coderuntime.Runtime {
 	t.Helper()
 	tmp := t.TempDir()
 	testutil.EmptyDir(t, tmp)
@@ -80,7 +80,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 // needs skips the test when the runtime cannot run lang here.
-func needs(t *testing.T, rt coderuntime.Runtime, lang coderuntime.Language) {
+func needs(t *testing.T, rt *coderuntime.Runtime, lang coderuntime.Language) {
 	t.Helper()
 	for _, l := range rt.Languages() {
 		if l == lang {

@@ -1,10 +1,10 @@
 package coderuntime
 
 import (
-	"context"
 	"time"
 
 	"github.com/subkit/subkit/sandbox"
+	"github.com/subkit/subkit/subprocess"
 )
 
 // Language names the language of a Request's code.
@@ -17,39 +17,22 @@ const (
 	Bash    Language = "bash"
 )
 
-// Defaults applied to zero fields of a Config (and through it, of a Request).
+// Defaults applied to zero fields of a Config (and through it, of a Request). The output
+// budgets default to the Service's tail (subprocess.DefaultTailBytes) and the grace to its
+// grace (subprocess.DefaultGrace).
 const (
 	// DefaultTimeout bounds a run when neither the Request nor the Config says otherwise.
 	DefaultTimeout = 60 * time.Second
 	// DefaultOutputBytes is how many trailing bytes of each output stream a Result keeps.
-	DefaultOutputBytes = 64000
-	// DefaultDrainGrace is how long a run's output may keep draining after the code has
-	// exited while processes it started hold the pipes (`server &`); then the Result settles
-	// with PipesHeld and they are ended. Short, as the bash executor's: the grace would add
-	// seconds to every such run.
-	DefaultDrainGrace = 250 * time.Millisecond
+	//
+	// Deprecated: it is subprocess.DefaultTailBytes, the Service's default tail.
+	DefaultOutputBytes = subprocess.DefaultTailBytes
+	// drainGrace is how long a run's (or a session interpreter's) output may keep draining
+	// after the code has exited while processes it started hold the pipes (`server &`); then
+	// the Result settles with PipesHeld and they are ended. Short, as the bash executor's: the
+	// Service's grace would add seconds to every such run.
+	drainGrace = 250 * time.Millisecond
 )
-
-// Runtime runs model-written code. Implementations are safe for concurrent use.
-//
-// A code error (an uncaught exception, a syntax error, a non-zero exit, a timeout) is a
-// Result, never a Go error. Run returns a Go error only when the runtime itself fails: the
-// request is invalid (ErrInvalid), names a language the runtime does not offer
-// (ErrUnsupportedLanguage), the interpreter cannot be found or started
-// (ErrRuntimeUnavailable), the runtime is closed (ErrClosed), or ctx ended before the code
-// started. Every implementation must pass the contract suite in package runtimetest.
-type Runtime interface {
-	// Run runs req.Code to its end, its timeout, or ctx's end, whichever comes first, and
-	// ends every process the code started before it returns. When ctx ends during the run,
-	// the code is terminated (SIGTERM, then SIGKILL after the grace) and Run returns its
-	// Result with Cancelled set and a nil error, within the grace of ctx's end.
-	Run(ctx context.Context, req Request) (Result, error)
-	// Languages lists the languages Run can run now.
-	Languages() []Language
-	// Close ends every run still going and releases the runtime's resources. It is safe to
-	// call more than once; Run after Close fails with ErrClosed.
-	Close() error
-}
 
 // Request is one piece of code to run. Zero fields take the runtime's defaults.
 type Request struct {
@@ -67,7 +50,7 @@ type Request struct {
 	Grace time.Duration
 	// DrainGrace is how long processes the code started may keep its output open after it
 	// has exited; then the Result says PipesHeld and they are ended. 0 means the runtime's
-	// default (DefaultDrainGrace).
+	// default (250ms).
 	DrainGrace time.Duration
 	// Env entries (NAME=VALUE) are set in the code's environment, over the runtime's
 	// credential-scrubbed base, and win.

@@ -16,14 +16,12 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Defaults and limits of sessions.
-const (
-	// DefaultStartTimeout bounds the start of a session's interpreter, up to its driver's
-	// first message.
-	DefaultStartTimeout = 30 * time.Second
-	// MaxCellBytes bounds the code of one Cell.
-	MaxCellBytes = 16 << 20
-)
+// MaxCellBytes bounds the code of one Cell.
+const MaxCellBytes = 16 << 20
+
+// defaultStartTimeout bounds the start of a session's interpreter, up to its driver's first
+// message (SessionConfig.StartTimeout).
+const defaultStartTimeout = 30 * time.Second
 
 // Session is one long-lived interpreter in which cells of code run one after another, sharing
 // their state (variables, imports, functions, the working directory), as in a notebook. It is
@@ -52,15 +50,6 @@ type Session interface {
 	Close() error
 }
 
-// SessionRuntime is a Runtime that also opens sessions.
-type SessionRuntime interface {
-	Runtime
-	// NewSession starts a session's interpreter and returns once it is ready for a cell.
-	NewSession(ctx context.Context, cfg SessionConfig) (Session, error)
-	// SessionLanguages lists the languages NewSession can open now.
-	SessionLanguages() []Language
-}
-
 // SessionConfig configures a session. Zero fields take the runtime's defaults.
 type SessionConfig struct {
 	// Language is python3 or node; required. bash sessions are shell sessions: package shell.
@@ -82,7 +71,7 @@ type SessionConfig struct {
 	// StdoutBytes and StderrBytes are how many trailing bytes of each stream an Execution
 	// keeps; 0 means the runtime's budgets.
 	StdoutBytes, StderrBytes int
-	// StartTimeout bounds the start of the interpreter; 0 means DefaultStartTimeout.
+	// StartTimeout bounds the start of the interpreter; 0 means 30s.
 	StartTimeout time.Duration
 }
 
@@ -162,15 +151,13 @@ type ExitStatus struct {
 	Signal   string `json:"signal"`    // "SIGKILL", ...; "" when it exited
 }
 
-var _ SessionRuntime = (*SubprocessRuntime)(nil)
-
 // sessionsSupported: sessions need Unix sockets in the runtime root that python3 and node can
 // both reach.
 const sessionsSupported = runtime.GOOS != "windows"
 
 // SessionLanguages lists the offered languages that sessions support (python3, node) whose
 // interpreter resolves now.
-func (r *SubprocessRuntime) SessionLanguages() []Language {
+func (r *Runtime) SessionLanguages() []Language {
 	if !sessionsSupported {
 		return nil
 	}
@@ -183,7 +170,7 @@ func (r *SubprocessRuntime) SessionLanguages() []Language {
 	return out
 }
 
-// procSession is the SubprocessRuntime's Session: the interpreter is a process tree of the
+// procSession is the Runtime's Session: the interpreter is a process tree of the
 // runtime's Service, running the language's driver in the session's private directory:
 //
 //	<runtime root>/session-*/   0700, removed by Close
@@ -191,7 +178,7 @@ func (r *SubprocessRuntime) SessionLanguages() []Language {
 //	  ctl                       the control socket, while the interpreter starts
 //	  work/                     0700, the code's working directory (unless SessionConfig.Dir)
 type procSession struct {
-	rt           *SubprocessRuntime
+	rt           *Runtime
 	lang         Language
 	info         sessionLanguage
 	path         string
@@ -219,7 +206,7 @@ type procSession struct {
 // (bash, or a language the runtime does not offer), ErrRuntimeUnavailable, ErrUnsupported
 // (Windows), ErrClosed, ctx's error, or an *Error when the interpreter did not start (with
 // what it printed).
-func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (Session, error) {
+func (r *Runtime) NewSession(ctx context.Context, cfg SessionConfig) (Session, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", "nil context; pass context.Background() for no deadline")
 	}
@@ -228,11 +215,15 @@ func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (
 		return nil, err
 	}
 	if !sessionsSupported {
-		return nil, &Error{Op: "new session", Language: cfg.Language,
-			Err: fmt.Errorf("%w: sessions need Unix domain sockets that python3 and node reach; on %s use Run", ErrUnsupported, runtime.GOOS)}
+		return nil, &Error{Op: "new session", Language: cfg.Language, Kind: ErrUnsupported,
+			Err:  errors.New("sessions need Unix domain sockets that python3 and node reach"),
+			Hint: "on " + runtime.GOOS + " use Run"}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Op: "new session", Language: cfg.Language, Err: err}
+	}
+	if err := r.closedService("new session", cfg.Language); err != nil {
+		return nil, err
 	}
 	path, err := r.resolve(cfg.Language, r.interpreter(cfg.Language, cfg.Interpreter))
 	if err != nil {
@@ -242,7 +233,7 @@ func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (
 		rt: r, lang: cfg.Language, info: info, path: path, env: slices.Clone(cfg.Env),
 		timeout:      cmp.Or(cfg.Timeout, r.timeout),
 		grace:        cmp.Or(cfg.Grace, r.grace),
-		startTimeout: cmp.Or(cfg.StartTimeout, DefaultStartTimeout),
+		startTimeout: cmp.Or(cfg.StartTimeout, defaultStartTimeout),
 		budgets:      [2]int{cmp.Or(cfg.StdoutBytes, r.stdoutBytes), cmp.Or(cfg.StderrBytes, r.stderrBytes)},
 		turn:         make(chan struct{}, 1),
 	}
@@ -250,7 +241,7 @@ func (r *SubprocessRuntime) NewSession(ctx context.Context, cfg SessionConfig) (
 		s.extraEnv = []string{"MPLBACKEND=" + mplBackend}
 	}
 	if !r.addSession(s) {
-		return nil, &Error{Op: "new session", Language: cfg.Language, Err: ErrClosed}
+		return nil, closed("new session", cfg.Language, nil)
 	}
 	s.turn <- struct{}{} // the start holds the session: a Close (the runtime's) waits for it
 	_, err = s.start(ctx, cfg.Dir)
@@ -274,13 +265,13 @@ func (s *procSession) start(ctx context.Context, dir string) (*kernel, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	closed := s.closed
-	if !closed {
+	gone := s.closed
+	if !gone {
 		s.k = k
 	}
 	s.mu.Unlock()
-	if closed { // the runtime was closed meanwhile
-		return nil, errors.Join(&Error{Op: "new session", Language: s.lang, Err: ErrClosed}, k.stop())
+	if gone { // the runtime was closed meanwhile
+		return nil, closed("new session", s.lang, k.stop())
 	}
 	return k, nil
 }
@@ -312,7 +303,7 @@ func (s *procSession) prepare(dir string) error {
 	return nil
 }
 
-func (r *SubprocessRuntime) checkSession(cfg SessionConfig) (sessionLanguage, error) {
+func (r *Runtime) checkSession(cfg SessionConfig) (sessionLanguage, error) {
 	switch {
 	case cfg.Language == "":
 		return sessionLanguage{}, invalid("Language", "no language given; python3 or node")
@@ -363,8 +354,8 @@ func hasVar(env []string, name string) bool {
 }
 
 func (s *procSession) fail(op string, err error) error {
-	if s.isClosed() || s.rt.isClosed() {
-		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	if s.isClosed() || s.rt.isClosed() || s.rt.serviceGone() {
+		return closed(op, s.lang, err)
 	}
 	return &Error{Op: op, Language: s.lang, Err: err}
 }
@@ -430,7 +421,7 @@ func (s *procSession) Run(ctx context.Context, cell Cell, cb Callbacks) (Executi
 	ex, err := s.run(ctx, k, cell, cb)
 	ex.Restarted = ex.Restarted || lost
 	if err == nil && s.isClosed() {
-		err = &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+		err = closed("run", s.lang, nil)
 	}
 	return ex, err
 }
@@ -441,7 +432,7 @@ func (s *procSession) ensure(ctx context.Context) (*kernel, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false, &Error{Op: "run", Language: s.lang, Err: ErrClosed}
+		return nil, false, closed("run", s.lang, nil)
 	}
 	k := s.k
 	s.mu.Unlock()
@@ -459,7 +450,7 @@ func (s *procSession) ensure(ctx context.Context) (*kernel, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false, &Error{Op: "run", Language: s.lang, Err: errors.Join(ErrClosed, k.stop())}
+		return nil, false, closed("run", s.lang, k.stop())
 	}
 	s.k = k
 	s.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 )
 
 // session opens a session of lang marked with mark, closed at cleanup.
-func session(t *testing.T, rt coderuntime.SessionRuntime, mark string, cfg coderuntime.SessionConfig) coderuntime.Session {
+func session(t *testing.T, rt *coderuntime.Runtime, mark string, cfg coderuntime.SessionConfig) coderuntime.Session {
 	t.Helper()
 	cfg.Env = append(cfg.Env, markEnv(mark)...)
 	s, err := rt.NewSession(ctxT(t, time.Minute), cfg)

@@ -20,9 +20,9 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// Config configures a SubprocessRuntime. The zero value is ready to use: python3, node and
-// bash from the host's PATH, a DefaultTimeout, DefaultOutputBytes per stream, no spill file,
-// and a Service of the runtime's own.
+// Config configures a Runtime. The zero value is ready to use: python3, node and bash from
+// the host's PATH, a DefaultTimeout, the Service's default tail (subprocess.DefaultTailBytes)
+// per stream, no spill file, and a Service of the runtime's own.
 type Config struct {
 	// Service runs every run and session of the runtime. A Service given here belongs to the
 	// caller: the runtime never closes it (Close ends the runtime's own runs and sessions, and
@@ -47,19 +47,21 @@ type Config struct {
 	Timeout time.Duration
 	// Grace is a Request's (and a session's) default grace; 0 means subprocess.DefaultGrace.
 	Grace time.Duration
-	// DrainGrace is a Request's default drain grace; 0 means DefaultDrainGrace.
+	// DrainGrace is a Request's default drain grace; 0 means 250ms.
 	DrainGrace time.Duration
 	// StdoutBytes and StderrBytes are a Request's (and a session's) default tail budgets; 0
-	// means DefaultOutputBytes.
+	// means subprocess.DefaultTailBytes.
 	StdoutBytes, StderrBytes int
 	// SpillBytes is a Request's default spill cap; 0 means no spill file.
 	SpillBytes int64
 }
 
-// SubprocessRuntime runs code in local interpreters through a subprocess.Service: each run is
-// its own process tree, in its own private directory, with a scrubbed environment, the null
-// device (or the Request's bytes) as stdin, and bounded output. It is safe for concurrent use.
-type SubprocessRuntime struct {
+// Runtime runs model-written code in local interpreters through a subprocess.Service: each
+// run is its own process tree, in its own private directory, with a scrubbed environment, the
+// null device (or the Request's bytes) as stdin, and bounded output; sessions keep one
+// interpreter from cell to cell. It is safe for concurrent use. It passes the contract suites
+// of package runtimetest.
+type Runtime struct {
 	svc          *subprocess.Service
 	ownsSvc      bool
 	langs        []Language
@@ -79,19 +81,22 @@ type SubprocessRuntime struct {
 	sessions map[*procSession]struct{}
 }
 
-var _ Runtime = (*SubprocessRuntime)(nil)
+// SubprocessRuntime is the former name of Runtime.
+//
+// Deprecated: use Runtime.
+type SubprocessRuntime = Runtime
 
 // New checks cfg and creates the runtime and, unless cfg.Service is given, its own Service (and
 // so its private runtime root). Errors wrap ErrInvalid or ErrUnsupportedLanguage (a
 // *RequestError naming the Config field), or the Service's creation failure.
-func New(cfg Config) (*SubprocessRuntime, error) {
-	r := &SubprocessRuntime{
+func New(cfg Config) (*Runtime, error) {
+	r := &Runtime{
 		interpreters: map[Language]string{},
 		timeout:      cmp.Or(cfg.Timeout, DefaultTimeout),
 		grace:        cmp.Or(cfg.Grace, subprocess.DefaultGrace),
-		drain:        cmp.Or(cfg.DrainGrace, DefaultDrainGrace),
-		stdoutBytes:  cmp.Or(cfg.StdoutBytes, DefaultOutputBytes),
-		stderrBytes:  cmp.Or(cfg.StderrBytes, DefaultOutputBytes),
+		drain:        cmp.Or(cfg.DrainGrace, drainGrace),
+		stdoutBytes:  cmp.Or(cfg.StdoutBytes, subprocess.DefaultTailBytes),
+		stderrBytes:  cmp.Or(cfg.StderrBytes, subprocess.DefaultTailBytes),
 		spillBytes:   cfg.SpillBytes,
 		log:          cmp.Or(cfg.Logger, cfg.ServiceConfig.Logger),
 		handles:      map[*subprocess.Handle]struct{}{},
@@ -156,9 +161,10 @@ func unsupported(field string, l Language) error {
 		Err: fmt.Errorf("%q is not one of %v", l, knownLanguages())}
 }
 
-// Languages lists the offered languages whose interpreter resolves now, in the order python3,
+// Languages lists the languages Run can run now: the offered languages whose interpreter
+// resolves, in the order python3,
 // node, bash (as far as offered).
-func (r *SubprocessRuntime) Languages() []Language {
+func (r *Runtime) Languages() []Language {
 	var out []Language
 	for _, l := range r.langs {
 		if _, err := r.svc.ResolveExecutable(r.interpreter(l, "")); err == nil {
@@ -168,7 +174,7 @@ func (r *SubprocessRuntime) Languages() []Language {
 	return out
 }
 
-func (r *SubprocessRuntime) interpreter(l Language, override string) string {
+func (r *Runtime) interpreter(l Language, override string) string {
 	if override != "" {
 		return override
 	}
@@ -183,10 +189,10 @@ func (r *SubprocessRuntime) interpreter(l Language, override string) string {
 // did) and waits for them; a Service of the runtime's own is then closed, which removes its
 // runtime root. A Service the caller gave (Config.Service) is left open. It is safe to call more
 // than once.
-func (r *SubprocessRuntime) Close() error { return r.Shutdown(context.Background()) }
+func (r *Runtime) Close() error { return r.Shutdown(context.Background()) }
 
 // Shutdown is Close bounded by ctx.
-func (r *SubprocessRuntime) Shutdown(ctx context.Context) error {
+func (r *Runtime) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", "nil context; pass context.Background() for no deadline")
 	}
@@ -234,7 +240,7 @@ func (r *SubprocessRuntime) Shutdown(ctx context.Context) error {
 }
 
 // track adds a run's tree to what Close ends; it reports false once the runtime is closed.
-func (r *SubprocessRuntime) track(h *subprocess.Handle) bool {
+func (r *Runtime) track(h *subprocess.Handle) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -244,14 +250,14 @@ func (r *SubprocessRuntime) track(h *subprocess.Handle) bool {
 	return true
 }
 
-func (r *SubprocessRuntime) untrack(h *subprocess.Handle) {
+func (r *Runtime) untrack(h *subprocess.Handle) {
 	r.mu.Lock()
 	delete(r.handles, h)
 	r.mu.Unlock()
 }
 
 // addSession adds s to what Close ends; it reports false once the runtime is closed.
-func (r *SubprocessRuntime) addSession(s *procSession) bool {
+func (r *Runtime) addSession(s *procSession) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -261,13 +267,13 @@ func (r *SubprocessRuntime) addSession(s *procSession) bool {
 	return true
 }
 
-func (r *SubprocessRuntime) removeSession(s *procSession) {
+func (r *Runtime) removeSession(s *procSession) {
 	r.mu.Lock()
 	delete(r.sessions, s)
 	r.mu.Unlock()
 }
 
-func (r *SubprocessRuntime) enter() bool {
+func (r *Runtime) enter() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -277,13 +283,43 @@ func (r *SubprocessRuntime) enter() bool {
 	return true
 }
 
-func (r *SubprocessRuntime) isClosed() bool {
+func (r *Runtime) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
 }
 
-// Run runs req; see Runtime.Run. The code runs in a fresh directory under the Service's
+// serviceGone reports whether the runtime's Service is closed: Close deletes its runtime
+// root, which lives as long as the Service. A caller's Service (Config.Service) may be closed
+// behind the runtime's back.
+func (r *Runtime) serviceGone() bool {
+	_, err := os.Lstat(r.svc.RuntimeRoot())
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// closedService is the error of op when the runtime's Service is closed, before anything is
+// made under its runtime root; nil while it is open.
+func (r *Runtime) closedService(op string, l Language) error {
+	if !r.serviceGone() {
+		return nil
+	}
+	return &Error{Op: op, Language: l, Kind: ErrClosed, Err: subprocess.ErrClosed,
+		Hint: "the Service the runtime runs on was closed; make a new Service and runtime"}
+}
+
+// Run runs req.Code to its end, its timeout, or ctx's end, whichever comes first, and ends
+// every process the code started before it returns. When ctx ends during the run, the code is
+// terminated (SIGTERM, then SIGKILL after the grace) and Run returns its Result with Cancelled
+// set and a nil error, within the grace of ctx's end.
+//
+// A code error (an uncaught exception, a syntax error, a non-zero exit, a timeout) is a
+// Result, never a Go error. Run returns a Go error only when the runtime itself fails: the
+// request is invalid (ErrInvalid), names a language the runtime does not offer
+// (ErrUnsupportedLanguage), the interpreter cannot be found or started
+// (ErrRuntimeUnavailable), the runtime or its Service is closed (ErrClosed, which matches
+// subprocess.ErrClosed too), or ctx ended before the code started.
+//
+// The code runs in a fresh directory under the Service's
 // runtime root (0700; the code file 0600), which is its working directory unless req.Dir says
 // otherwise and which is removed before Run returns, whatever the outcome. When the code has
 // exited, whatever it left running (background jobs, daemons that escaped with setsid) is
@@ -292,7 +328,7 @@ func (r *SubprocessRuntime) isClosed() bool {
 // Run returns within timeout + grace (+ the time to start the interpreter), and within the
 // grace of ctx's end. When the runtime is closed during the run, Run returns what the run did
 // with an error wrapping ErrClosed.
-func (r *SubprocessRuntime) Run(ctx context.Context, req Request) (Result, error) {
+func (r *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx == nil {
 		return Result{}, invalid("ctx", "nil context; pass context.Background() for no deadline")
 	}
@@ -304,9 +340,12 @@ func (r *SubprocessRuntime) Run(ctx context.Context, req Request) (Result, error
 		return Result{}, &Error{Op: "run", Language: req.Language, Err: err}
 	}
 	if !r.enter() {
-		return Result{}, &Error{Op: "run", Language: req.Language, Err: ErrClosed}
+		return Result{}, closed("run", req.Language, nil)
 	}
 	defer r.runs.Done()
+	if err := r.closedService("run", req.Language); err != nil {
+		return Result{}, err
+	}
 	name := r.interpreter(req.Language, req.Interpreter)
 	path, err := r.resolve(req.Language, name)
 	if err != nil {
@@ -321,21 +360,21 @@ func (r *SubprocessRuntime) Run(ctx context.Context, req Request) (Result, error
 		err = errors.Join(err, &Error{Op: "cleanup", Language: req.Language, Err: rmErr})
 	}
 	if err == nil && r.isClosed() {
-		err = &Error{Op: "run", Language: req.Language, Err: ErrClosed}
+		err = closed("run", req.Language, nil)
 	}
 	return res, err
 }
 
-// fail wraps err, as ErrClosed when the runtime was closed under the run.
-func (r *SubprocessRuntime) fail(op string, l Language, err error) error {
-	if r.isClosed() {
-		err = fmt.Errorf("%w: %w", ErrClosed, err)
+// fail wraps err, as ErrClosed when the runtime or its Service was closed under the run.
+func (r *Runtime) fail(op string, l Language, err error) error {
+	if r.isClosed() || r.serviceGone() {
+		return closed(op, l, err)
 	}
 	return &Error{Op: op, Language: l, Err: err}
 }
 
 // check validates req and returns its language.
-func (r *SubprocessRuntime) check(req Request) (language, error) {
+func (r *Runtime) check(req Request) (language, error) {
 	if req.Language == "" {
 		return language{}, invalid("Language", fmt.Sprintf("no language given; one of %v", r.langs))
 	}
@@ -388,7 +427,7 @@ func checkEnv(env []string) error {
 }
 
 // resolve finds the interpreter the way the Service will run it.
-func (r *SubprocessRuntime) resolve(l Language, name string) (string, error) {
+func (r *Runtime) resolve(l Language, name string) (string, error) {
 	path, err := r.svc.ResolveExecutable(name)
 	if err == nil {
 		return path, nil
@@ -401,7 +440,7 @@ func (r *SubprocessRuntime) resolve(l Language, name string) (string, error) {
 
 // searched lists where ResolveExecutable looked for name: the one path it names, or the
 // absolute directories of the scrubbed PATH (relative ones are never searched).
-func (r *SubprocessRuntime) searched(name string) []string {
+func (r *Runtime) searched(name string) []string {
 	if strings.ContainsAny(name, "/"+string(filepath.Separator)) {
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(r.svc.Cwd(), name)
@@ -433,7 +472,7 @@ func (r *SubprocessRuntime) searched(name string) []string {
 //
 // and, for a language with a prelude, the error report in the code's working directory
 // (work/, or req.Dir): see openReport.
-func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language, path, dir string) (Result, error) {
+func (r *Runtime) run(ctx context.Context, req Request, lang language, path, dir string) (Result, error) {
 	out := Result{Language: req.Language}
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
@@ -502,7 +541,7 @@ func (r *SubprocessRuntime) run(ctx context.Context, req Request, lang language,
 
 // wait returns the settled result and whether ctx's end cut the run short. Whatever way the
 // run ended, it then ends what the code left behind, so nothing outlives Run.
-func (r *SubprocessRuntime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, bool, error) {
+func (r *Runtime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, bool, error) {
 	// Enough for SIGTERM, the grace, SIGKILL, the kill wait and a drain grace.
 	bound, cancel := context.WithTimeout(context.Background(), endBound(grace))
 	defer cancel()
@@ -537,10 +576,10 @@ func endBound(grace time.Duration) time.Duration {
 	return 2*grace + killWaitBound
 }
 
-func (r *SubprocessRuntime) spawnError(l Language, path string, err error) error {
+func (r *Runtime) spawnError(l Language, path string, err error) error {
 	switch {
 	case errors.Is(err, subprocess.ErrClosed):
-		return &Error{Op: "run", Language: l, Err: fmt.Errorf("%w: %w", ErrClosed, err)}
+		return closed("run", l, err)
 	case errors.Is(err, subprocess.ErrNotFound), errors.Is(err, subprocess.ErrPermission):
 		return &UnavailableError{Language: l, Interpreter: path, Searched: []string{path}, Err: err}
 	}
@@ -561,7 +600,7 @@ func openReport(dir string) (*os.File, error) {
 // closeReport closes the report and removes its name when the prelude did not (it never ran,
 // or the system refused: Windows keeps the name of a file open elsewhere); it is in a
 // directory of the run's own, or in the caller's Request.Dir.
-func (r *SubprocessRuntime) closeReport(l Language, f *os.File) {
+func (r *Runtime) closeReport(l Language, f *os.File) {
 	err := f.Close()
 	if rerr := os.Remove(f.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, rerr)

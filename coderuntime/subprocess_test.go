@@ -21,7 +21,7 @@ import (
 )
 
 // run runs req marked with mark and requires no Go error.
-func run(t *testing.T, rt coderuntime.Runtime, mark string, req coderuntime.Request) coderuntime.Result {
+func run(t *testing.T, rt *coderuntime.Runtime, mark string, req coderuntime.Request) coderuntime.Result {
 	t.Helper()
 	req.Env = append(req.Env, markEnv(mark)...)
 	res, err := rt.Run(ctxT(t, time.Minute), req)
@@ -336,11 +336,47 @@ func TestCloseDuringRun(t *testing.T) {
 	require.NoError(t, rt.Close())
 	o := <-done // Close waits for the run to return
 	assert.ErrorIs(t, o.err, coderuntime.ErrClosed)
+	assert.ErrorIs(t, o.err, subprocess.ErrClosed, "one test covers every closed adapter")
 	assert.Equal(t, "started\n", o.res.Stdout.Tail, "what the run did comes with the error")
 	assert.Empty(t, testutil.Marked(mark))
 	require.NoError(t, rt.Close(), "Close is safe twice")
 	_, err := rt.Run(context.Background(), coderuntime.Request{Language: coderuntime.Bash, Code: "echo"})
 	assert.ErrorIs(t, err, coderuntime.ErrClosed)
+	assert.ErrorIs(t, err, subprocess.ErrClosed)
+	_, err = rt.NewSession(context.Background(), coderuntime.SessionConfig{Language: coderuntime.Python3})
+	assert.ErrorIs(t, err, subprocess.ErrClosed)
+}
+
+// A runtime on a caller's Service that the caller closed: Run and NewSession fail with
+// ErrClosed (subprocess.ErrClosed too) before making anything under the gone runtime root,
+// not with the file system's complaint about it.
+func TestClosedServiceIsErrClosed(t *testing.T) {
+	tmp := t.TempDir()
+	svc, err := subprocess.New(subprocess.Config{TempDir: tmp})
+	require.NoError(t, err)
+	rt, err := coderuntime.New(coderuntime.Config{Service: svc})
+	require.NoError(t, err)
+	t.Cleanup(func() { rt.Close() })
+	needs(t, rt, coderuntime.Bash)
+	require.NoError(t, svc.Close())
+
+	_, err = rt.Run(ctxT(t, time.Minute), coderuntime.Request{Language: coderuntime.Bash, Code: "echo"})
+	assert.ErrorIs(t, err, coderuntime.ErrClosed)
+	assert.ErrorIs(t, err, subprocess.ErrClosed)
+	assert.NotContains(t, err.Error(), "no such file")
+	var ce *coderuntime.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "run", ce.Op)
+	if len(rt.SessionLanguages()) > 0 {
+		_, err = rt.NewSession(ctxT(t, time.Minute), coderuntime.SessionConfig{Language: rt.SessionLanguages()[0]})
+		assert.ErrorIs(t, err, coderuntime.ErrClosed)
+		assert.ErrorIs(t, err, subprocess.ErrClosed)
+		assert.NotContains(t, err.Error(), "no such file")
+	}
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing made where the runtime root was")
+	require.NoError(t, rt.Close())
 }
 
 func TestPythonEnvDefaults(t *testing.T) {

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -69,12 +70,12 @@ func compileGlob(pattern string) (glob, error) {
 		}
 	}
 	if depth != 0 {
-		return glob{}, fmt.Errorf("lsp: glob %q: unclosed {", pattern)
+		return glob{}, fmt.Errorf("glob %q: unclosed {", pattern)
 	}
 	b.WriteString("$")
 	re, err := regexp.Compile(b.String())
 	if err != nil {
-		return glob{}, fmt.Errorf("lsp: glob %q: %w", pattern, err)
+		return glob{}, fmt.Errorf("glob %q: %w", pattern, err)
 	}
 	return glob{re: re}, nil
 }
@@ -98,7 +99,7 @@ func parseWatchers(opts json.RawMessage) ([]fileWatcher, error) {
 		} `json:"watchers"`
 	}
 	if err := json.Unmarshal(opts, &o); err != nil {
-		return nil, fmt.Errorf("lsp: didChangeWatchedFiles registration: %w", err)
+		return nil, newError("read registration", "workspace/didChangeWatchedFiles", nil, err)
 	}
 	var out []fileWatcher
 	var errs []string
@@ -140,7 +141,7 @@ func parseWatchers(opts json.RawMessage) ([]fileWatcher, error) {
 		out = append(out, fw)
 	}
 	if len(errs) > 0 {
-		return out, fmt.Errorf("lsp: didChangeWatchedFiles registration: %s", strings.Join(errs, "; "))
+		return out, newError("read registration", "workspace/didChangeWatchedFiles", nil, errors.New(strings.Join(errs, "; ")))
 	}
 	return out, nil
 }

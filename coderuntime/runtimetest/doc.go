@@ -1,8 +1,8 @@
-// Package runtimetest is the contract suite every coderuntime.Runtime implementation must
-// pass. An implementation calls Run from one of its own tests:
+// Package runtimetest is the contract suite every code runtime (a Runtime: coderuntime.Runtime
+// or another implementation) must pass. An implementation calls Run from one of its own tests:
 //
 //	func TestContract(t *testing.T) {
-//		runtimetest.Run(t, func(t *testing.T) coderuntime.Runtime {
+//		runtimetest.Run(t, func(t *testing.T) runtimetest.Runtime {
 //			rt, err := mypkg.New(mypkg.Config{ /* temp dirs inside t.TempDir() */ })
 //			require.NoError(t, err)
 //			return rt
@@ -39,10 +39,10 @@
 // working directory of a run it could observe. Timing bounds are the Request's timeout and
 // grace plus Slack, plus the time an "ok" run takes for cases that cannot exclude startup.
 //
-// RunSessions is the contract of sessions, for implementations of coderuntime.SessionRuntime:
+// RunSessions is the contract of sessions, for implementations of SessionRuntime:
 //
 //	func TestSessionContract(t *testing.T) {
-//		runtimetest.RunSessions(t, func(t *testing.T) coderuntime.SessionRuntime { ... })
+//		runtimetest.RunSessions(t, func(t *testing.T) runtimetest.SessionRuntime { ... })
 //	}
 //
 // It runs for python3 and node as far as SessionLanguages lists them (at least one must be;

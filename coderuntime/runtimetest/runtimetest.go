@@ -31,8 +31,33 @@ const Slack = 3 * time.Second
 // runBound bounds any single Run of the suite.
 const runBound = 2 * time.Minute
 
+// Runtime is what the contract suite runs: a code runtime, such as *coderuntime.Runtime.
+// Implementations are safe for concurrent use.
+type Runtime interface {
+	// Run runs req.Code to its end, its timeout, or ctx's end, whichever comes first, and
+	// ends every process the code started before it returns. A code error is a Result, never
+	// a Go error; Go errors wrap the coderuntime sentinels (see coderuntime.Runtime.Run).
+	Run(ctx context.Context, req coderuntime.Request) (coderuntime.Result, error)
+	// Languages lists the languages Run can run now.
+	Languages() []coderuntime.Language
+	// Close ends every run still going and releases the runtime's resources. It is safe to
+	// call more than once; Run after Close fails with coderuntime.ErrClosed.
+	Close() error
+}
+
+// SessionRuntime is a Runtime that also opens sessions, what RunSessions runs.
+type SessionRuntime interface {
+	Runtime
+	// NewSession starts a session's interpreter and returns once it is ready for a cell.
+	NewSession(ctx context.Context, cfg coderuntime.SessionConfig) (coderuntime.Session, error)
+	// SessionLanguages lists the languages NewSession can open now.
+	SessionLanguages() []coderuntime.Language
+}
+
+var _ SessionRuntime = (*coderuntime.Runtime)(nil)
+
 // Run runs the contract suite against the runtimes newRuntime returns.
-func Run(t *testing.T, newRuntime func(t *testing.T) coderuntime.Runtime) {
+func Run(t *testing.T, newRuntime func(t *testing.T) Runtime) {
 	t.Helper()
 	var langs []coderuntime.Language
 	t.Run("Languages", func(t *testing.T) {
@@ -82,7 +107,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) coderuntime.Runtime) {
 
 // env is one subtest's runtime and what it needs to run snippets.
 type env struct {
-	rt     coderuntime.Runtime
+	rt     Runtime
 	lang   coderuntime.Language
 	code   snippets
 	mark   string
@@ -91,7 +116,7 @@ type env struct {
 
 // setup makes a fresh runtime for one subtest and registers the leak checks. Cleanups run in
 // reverse: Close (twice), then processes and descriptors, then goroutines.
-func setup(t *testing.T, newRuntime func(t *testing.T) coderuntime.Runtime, lang coderuntime.Language) *env {
+func setup(t *testing.T, newRuntime func(t *testing.T) Runtime, lang coderuntime.Language) *env {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() { noGoroutineLeak(t, before) })

@@ -26,7 +26,7 @@ const cellBound = time.Minute
 
 // RunSessions runs the session contract suite against the runtimes newRuntime returns, for
 // each of python3 and node that SessionLanguages lists (at least one must be).
-func RunSessions(t *testing.T, newRuntime func(t *testing.T) coderuntime.SessionRuntime) {
+func RunSessions(t *testing.T, newRuntime func(t *testing.T) SessionRuntime) {
 	t.Helper()
 	var langs []coderuntime.Language
 	t.Run("SessionLanguages", func(t *testing.T) {
@@ -58,7 +58,7 @@ func RunSessions(t *testing.T, newRuntime func(t *testing.T) coderuntime.Session
 
 // sessionEnv is one subtest's runtime, and what it needs to open sessions and run cells.
 type sessionEnv struct {
-	rt     coderuntime.SessionRuntime
+	rt     SessionRuntime
 	lang   coderuntime.Language
 	code   sessionSnippets
 	mark   string
@@ -73,7 +73,7 @@ type sessionCase struct {
 
 // sessionSetup makes a fresh runtime for one subtest and registers the leak checks, as setup
 // does for runtimes.
-func sessionSetup(t *testing.T, newRuntime func(t *testing.T) coderuntime.SessionRuntime, lang coderuntime.Language) *sessionEnv {
+func sessionSetup(t *testing.T, newRuntime func(t *testing.T) SessionRuntime, lang coderuntime.Language) *sessionEnv {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() { noGoroutineLeak(t, before) })
