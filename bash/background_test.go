@@ -29,13 +29,14 @@ func start(t *testing.T, e *bash.Executor, command string) *bash.Process {
 	return p
 }
 
-// readAll follows a process with its own cursor, max bytes at a time, until it is done.
+// readAll follows a process with its own cursor, max bytes at a time, until it is done,
+// waiting for output (WaitOutput) between reads.
 func readAll(t *testing.T, p *bash.Process, from bash.Offsets, max int) (stdout, stderr []byte, last bash.Delta) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	ctx := ctxT(t, time.Minute)
 	for {
-		d, err := p.ReadOutput(from, max)
-		require.NoError(t, err)
+		d, err := p.WaitOutput(ctx, from, max)
+		require.NoError(t, err, "no end in sight")
 		assert.Zero(t, d.Stdout.Dropped)
 		assert.Equal(t, from.Stdout, d.Stdout.From)
 		stdout = append(stdout, d.Stdout.Data...)
@@ -43,10 +44,6 @@ func readAll(t *testing.T, p *bash.Process, from bash.Offsets, max int) (stdout,
 		from = d.Next
 		if d.Done() {
 			return stdout, stderr, d
-		}
-		require.True(t, time.Now().Before(deadline), "no end in sight")
-		if len(d.Stdout.Data)+len(d.Stderr.Data) == 0 {
-			time.Sleep(2 * time.Millisecond)
 		}
 	}
 }
@@ -59,9 +56,7 @@ func TestBackgroundOffsetReads(t *testing.T) {
 	for i := 1; i <= 3000; i++ {
 		fmt.Fprintf(&want, "%05d é\n", i)
 	}
-	begin := time.Now()
 	p := start(t, e, `for ((i=1;i<=3000;i++)); do printf '%05d é\n' $i; if ((i%300==0)); then sleep 0.02; fi; done; echo bye >&2`)
-	assert.Less(t, time.Since(begin), time.Second, "Start returns at once")
 	assert.NotZero(t, p.Pid())
 
 	// Two readers with their own cursors: one from the start in odd-sized steps, one that
@@ -69,7 +64,8 @@ func TestBackgroundOffsetReads(t *testing.T) {
 	var wg sync.WaitGroup
 	var second []byte
 	wg.Go(func() {
-		time.Sleep(50 * time.Millisecond)
+		_, err := p.WaitOutput(ctxT(t, time.Minute), bash.Offsets{}, 1) // once output has come
+		assert.NoError(t, err)
 		d, err := p.ReadOutput(bash.Offsets{}, 0)
 		assert.NoError(t, err)
 		assert.Zero(t, d.Stdout.Dropped)
@@ -227,17 +223,16 @@ func TestCloseEndsEverything(t *testing.T) {
 	var fg bash.Result
 	var fgErr error
 	var wg sync.WaitGroup
-	started := filepath.Join(t.TempDir(), "fg-started")
+	sig := newSignals(t)
 	wg.Go(func() {
-		fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; touch " + started + "; sleep 1000"})
+		fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; echo > " + sig.path + "; sleep 1000"})
 	})
 	lingering := exec(t, e, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 &"})
 	require.True(t, lingering.Lingering)
-	eventually(t, 10*time.Second, func() bool {
-		d, _ := stubborn.ReadOutput(bash.Offsets{}, 0)
-		_, err := os.Stat(started)
-		return string(d.Stdout.Data) == "up\n" && err == nil
-	}, "the stubborn process and the foreground command started")
+	d, err := stubborn.WaitOutput(ctxT(t, time.Minute), bash.Offsets{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, "up\n", string(d.Stdout.Data), "the stubborn process has set its trap")
+	sig.next(t) // the foreground command runs
 
 	require.NoError(t, e.Close())
 	require.NoError(t, e.Close())
@@ -268,12 +263,13 @@ func TestCloseEndsEverything(t *testing.T) {
 // Calls racing Close either complete or fail with ErrClosed; nothing is left behind.
 func TestCloseRacesCalls(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{Grace: 100 * time.Millisecond, MaxBackground: 8})
+	sig := newSignals(t)
 	var wg sync.WaitGroup
 	for i := 0; i < 6; i++ {
 		wg.Go(func() {
 			for j := 0; j < 4; j++ {
 				if j%2 == 0 {
-					_, err := e.Exec(context.Background(), bash.Request{Command: "echo x; sleep 1000"})
+					_, err := e.Exec(context.Background(), bash.Request{Command: "echo x; echo > " + sig.path + "; sleep 1000"})
 					if err != nil {
 						assert.ErrorIs(t, err, bash.ErrClosed)
 						return
@@ -295,7 +291,7 @@ func TestCloseRacesCalls(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(100 * time.Millisecond)
+	sig.waitCount(t, 6) // every caller has a command running: Close races them all
 	require.NoError(t, e.Close())
 	wg.Wait()
 	assert.Equal(t, bash.Stats{}, e.Stats())

@@ -66,7 +66,7 @@ func ExampleProcess_ReadOutput() {
 	var next bash.Offsets
 	var got string
 	for {
-		d, err := p.ReadOutput(next, 0)
+		d, err := p.WaitOutput(context.Background(), next, 0) // new output, or the end
 		if err != nil {
 			panic(err)
 		}
@@ -76,7 +76,6 @@ func ExampleProcess_ReadOutput() {
 			fmt.Printf("exit %d\n", d.Result.ExitCode)
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	fmt.Print(got)
 	again, _ := p.ReadOutput(bash.Offsets{Stdout: 7}, 7)

@@ -84,11 +84,10 @@ func TestExecTimeoutEndsWholeGroup(t *testing.T) {
 	assert.Equal(t, "SIGKILL", res.Signal)
 	assert.Equal(t, 300*time.Millisecond, res.Timeout)
 	assert.GreaterOrEqual(t, res.Duration, 600*time.Millisecond, "timeout + grace")
-	assert.Less(t, res.Duration, 2500*time.Millisecond, "timeout + grace + a small margin")
 	assert.False(t, res.Lingering)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout.Tail)))
 	require.NoError(t, err)
-	eventually(t, time.Second, func() bool { return len(testutil.Marked(mark)) == 0 }, "the TERM-ignoring child is gone")
+	assert.Empty(t, testutil.Marked(mark), "Exec returned once the group was gone: the TERM-ignoring child too")
 	if p, err := procinspect.Lookup(context.Background(), pid); err == nil {
 		alive, err := procinspect.Alive(context.Background(), p.Identity)
 		require.NoError(t, err)
@@ -149,13 +148,12 @@ func TestExecContextCancel(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// `sleep 1000 & echo done` returns promptly, once the drain grace has run out (whatever the
-// kill grace); the daemon is reported, owned, and ended by Close.
+// `sleep 1000 & echo done` returns once the drain grace has run out, whatever the kill grace
+// (an hour here: waiting for it would outlast the test); the daemon is reported, owned, and
+// ended by Close.
 func TestExecSurvivorReportedAndOwned(t *testing.T) {
-	e, _ := newExecutor(t, bash.Config{Grace: 10 * time.Second})
-	begin := time.Now()
+	e, _ := newExecutor(t, bash.Config{Grace: time.Hour})
 	res := exec(t, e, bash.Request{Command: "sleep 1000 & echo done"})
-	assert.Less(t, time.Since(begin), time.Second, "the default drainMs (250) bounds the wait")
 	assert.Equal(t, 0, res.ExitCode)
 	assert.Equal(t, "done\n", string(res.Stdout.Tail))
 	assert.True(t, res.PipesHeld)
@@ -175,15 +173,15 @@ func TestExecSurvivorReportedAndOwned(t *testing.T) {
 	assert.True(t, alive)
 	assert.Equal(t, 1, e.Stats().Lingering)
 
-	// One that does not hold the pipes returns at once.
-	begin = time.Now()
-	res = exec(t, e, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 & echo $!"})
-	assert.Less(t, time.Since(begin), 250*time.Millisecond)
+	// One that does not hold the pipes returns at once: without waiting for a drain grace of
+	// an hour.
+	e2, _ := newExecutor(t, bash.Config{Grace: time.Hour, DrainGrace: time.Hour})
+	res = exec(t, e2, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 & echo $!"})
 	assert.False(t, res.PipesHeld)
 	require.True(t, res.Lingering)
 	require.Len(t, res.Survivors, 1)
 	assert.Equal(t, strings.TrimSpace(string(res.Stdout.Tail)), strconv.Itoa(res.Survivors[0].Pid))
-	assert.Equal(t, 2, e.Stats().Lingering)
+	assert.Equal(t, 1, e2.Stats().Lingering)
 
 	require.NoError(t, e.Close())
 	alive, err = procinspect.Alive(context.Background(), s.Identity)
@@ -380,7 +378,6 @@ func TestExecNoEditorPagerOrPrompt(t *testing.T) {
 	} {
 		res := exec(t, e, bash.Request{Command: cmd})
 		assert.False(t, res.TimedOut, cmd)
-		assert.Less(t, res.Duration, 10*time.Second, cmd)
 	}
 	res = exec(t, e, bash.Request{Command: "git log --oneline"})
 	assert.Contains(t, string(res.Stdout.Tail), "first")
@@ -434,7 +431,8 @@ func TestExecInfrastructureFailures(t *testing.T) {
 // read on, not closed under it (no SIGPIPE), until Close.
 func TestExecWritingSurvivorLivesUntilClose(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{})
-	res := exec(t, e, bash.Request{Command: "(while :; do echo tick; sleep 0.1; done) & echo started"})
+	sig := newSignals(t)
+	res := exec(t, e, bash.Request{Command: "(i=0; while :; do echo tick; i=$((i+1)); echo $i > " + sig.path + "; sleep 0.1; done) & echo started"})
 	assert.True(t, res.PipesHeld)
 	require.True(t, res.Lingering)
 	var loop procinspect.Proc
@@ -444,7 +442,8 @@ func TestExecWritingSurvivorLivesUntilClose(t *testing.T) {
 		}
 	}
 	require.NotZero(t, loop.Pid, "the looping subshell survives: %v", res.Survivors)
-	time.Sleep(1500 * time.Millisecond) // several of its writes after the call returned
+	// Five writes after the ones the result holds (a tick is written before its number).
+	sig.waitAtLeast(t, strings.Count(string(res.Stdout.Tail), "tick")+5)
 	alive, err := procinspect.Alive(context.Background(), loop.Identity)
 	require.NoError(t, err)
 	assert.True(t, alive, "the survivor was not killed by a closed pipe")

@@ -66,18 +66,12 @@ func oneBackground(e *bash.Executor) error {
 	var off bash.Offsets
 	var out strings.Builder
 	for !strings.Contains(out.String(), "END\n") {
-		d, err := p.ReadOutput(off, 0)
+		d, err := p.WaitOutput(ctx, off, 0)
 		if err != nil {
 			return err
 		}
 		out.Write(d.Stdout.Data)
-		off.Stdout = d.Stdout.Next
-		if len(d.Stdout.Data) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+		off = d.Next
 	}
 	if err := p.Terminate(ctx); err != nil {
 		return err

@@ -113,7 +113,12 @@ func TestSpillNeverTouchesFilesInUse(t *testing.T) {
 	tiny := bash.Config{SpillDir: root, SpillMaxTotalBytes: 1, MaxOutputBytes: 100, Grace: 200 * time.Millisecond}
 	a, _ := newExecutor(t, tiny)
 	p := start(t, a, "seq 1 1000; sleep 1000")
-	eventually(t, 10*time.Second, func() bool { return len(spillFiles(t, root)) == 1 }, "the background spill file appears")
+	for off := (bash.Offsets{}); off.Stdout <= 100; { // until the stream has outgrown its tail
+		d, err := p.WaitOutput(ctxT(t, time.Minute), off, 0)
+		require.NoError(t, err)
+		off = d.Next
+	}
+	require.Len(t, spillFiles(t, root), 1, "the spill file is made as the stream outgrows its tail")
 	bg := spillFiles(t, root)[0]
 	fg := exec(t, a, bash.Request{Command: "seq 1 1000"})
 	require.NotEmpty(t, fg.Stdout.SpillPath)
