@@ -5,10 +5,10 @@ import (
 	"maps"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/internal/utf8bridge"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/subprocess"
 )
@@ -224,15 +224,9 @@ func treeOf(procs []procinspect.Proc) []treeProc {
 	return out
 }
 
-// wholeStart drops the continuation bytes that a buffer cut at its start begins with (at most
-// utf8.UTFMax-1 of them, so invalid bytes are left for the renderer), so it starts at a whole
-// character. It is the one UTF-8 edge trim of the wire.
-func wholeStart(p []byte) []byte {
-	for i := 0; i < utf8.UTFMax-1 && len(p) > 0 && !utf8.RuneStart(p[0]); i++ {
-		p = p[1:]
-	}
-	return p
-}
+// wholeStart drops the end of a code point whose start was cut off, which a tail or a read
+// from an offset may start with.
+func wholeStart(p []byte) []byte { return utf8bridge.TrimStart(p) }
 
 // capText keeps the first max bytes of s, ending at a whole character, and says how many it
 // left out.
@@ -240,9 +234,6 @@ func capText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for i := 0; i < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
-		cut--
-	}
+	cut := utf8bridge.WholeLen([]byte(s[:max]))
 	return s[:cut] + fmt.Sprintf("... [%d more bytes left out]", len(s)-cut)
 }
