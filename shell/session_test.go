@@ -358,12 +358,12 @@ func TestShellCloseDuringRun(t *testing.T) {
 	s, err := Open(ctxT(t, time.Minute), cfg)
 	require.NoError(t, err)
 	done := make(chan error, 1)
+	sig := newSignals(t)
 	go func() {
-		_, err := s.Run(ctxT(t, time.Minute), "sleep 1000", 10*time.Minute)
+		_, err := s.Run(ctxT(t, time.Minute), "echo > "+sig.path+"; sleep 1000", 10*time.Minute)
 		done <- err
 	}()
-	// Close as soon as the sleep runs (or even before: the Run then fails at once).
-	require.Eventually(t, func() bool { return s.Info().State == StateRunning }, time.Minute, time.Millisecond)
+	sig.next(t) // the command runs: Close while Run waits for it
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, <-done, ErrClosed)
 	_, err = s.Run(ctxT(t, time.Minute), "true", 0)
