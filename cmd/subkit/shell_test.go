@@ -39,9 +39,10 @@ func TestShellScriptJSON(t *testing.T) {
 		"exit 3",
 		"echo after",
 	}, "\n"))
-	// cat waits for input: its steps end as soon as it does (Linux), or at the yield, which
-	// is short for that reason; every other line ends long before it.
-	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", "3s", "--json")
+	// cat waits for input: its steps end as soon as it does (Linux: an event, which the yield
+	// only bounds), or at the yield, which is short for that reason elsewhere; every other
+	// line ends at its prompt.
+	code, out, _ := cli(t, "", "shell", "--script", script, "--yield", waitingYield.String(), "--json")
 	require.Equal(t, 0, code, out)
 	o := decode[shellOutput](t, out)
 	require.Len(t, o.Steps, 11, "the empty line is skipped")
