@@ -543,26 +543,31 @@ func TestMcpBackground(t *testing.T) {
 	}
 }
 
-// Progress notifications reach a client that asked for them: the command below waits for the
-// test's handler to have seen one (it ends either way after 60 s, and the test then fails).
+// Progress notifications reach a client that asked for them: the command below waits (on a
+// FIFO) until the test's handler has seen one.
 func TestMcpProgress(t *testing.T) {
 	c := mcpStart(t, "process", "--progress", "20ms")
-	flag := filepath.Join(t.TempDir(), "progress-seen")
-	var seen *mcp.ProgressNotificationParams
+	fifo := filepath.Join(t.TempDir(), "progress-seen")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	seen := make(chan *mcp.ProgressNotificationParams, 1)
 	go func() {
-		seen = <-c.progress
-		os.WriteFile(flag, nil, 0o600)
+		p := <-c.progress
+		seen <- p
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // until the command reads
+			f.WriteString("yes\n")
+			f.Close()
+		}
 	}()
 	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
-		"command": fmt.Sprintf("for i in $(seq 1200); do [ -e %[1]s ] && break; sleep 0.05; done; [ -e %[1]s ] && echo progress-seen", flag)}}
+		"command": fmt.Sprintf("read -r seen < %s; echo progress-seen=$seen", fifo)}}
 	params.SetProgressToken("tok-1")
 	res, err := c.CallTool(context.Background(), params)
 	require.NoError(t, err)
-	assert.Equal(t, "progress-seen\n[exit code 0]\n", mcpText(res))
-	require.NotNil(t, seen)
-	assert.Equal(t, "tok-1", seen.ProgressToken)
-	assert.Contains(t, seen.Message, "bash: running for")
-	assert.Greater(t, seen.Progress, 0.0)
+	assert.Equal(t, "progress-seen=yes\n[exit code 0]\n", mcpText(res))
+	p := <-seen
+	assert.Equal(t, "tok-1", p.ProgressToken)
+	assert.Contains(t, p.Message, "bash: running for")
+	assert.Greater(t, p.Progress, 0.0)
 }
 
 // Shell sessions keep their state; a running command is polled and interrupted.
