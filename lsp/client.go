@@ -326,8 +326,8 @@ func (c *Client) Done() <-chan struct{} {
 }
 
 // Err is nil while the connection lives. Once Done is closed it is a *ServerExitError when
-// the server ended on its own or was terminated after a connection failure, or ErrClosed after
-// Shutdown.
+// the server ended on its own or was terminated after a connection failure, or an *Error
+// wrapping ErrClosed after Shutdown.
 func (c *Client) Err() error {
 	if err := c.usable(context.Background(), "Err"); err != nil {
 		return err
@@ -344,7 +344,7 @@ func (c *Client) Err() error {
 // result is nil). When ctx ends first, Call sends $/cancelRequest for it and returns ctx's
 // error; a late answer is dropped. An error answer is a *RPCError; a server that ends while
 // the call waits fails it at once with the connection's error (a *ServerExitError, a
-// *ConnError, or ErrClosed).
+// *ConnError, or an *Error wrapping ErrClosed).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	if err := c.usable(ctx, method); err != nil {
 		return err

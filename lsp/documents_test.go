@@ -264,11 +264,13 @@ func TestSaveCloseReopen(t *testing.T) {
 			assert.Equal(t, 3, v, "versions go on after a close: never the same version twice")
 			_, version, _ := serverText(t, c, uri)
 			assert.Equal(t, 3, version)
-			v, err = c.Open(ctxT(t, 10*time.Second), uri+"b", "", "b")
+			other := lsp.FileURI(filepath.Join(c.Root(), "b.go"))
+			v, err = c.Open(ctxT(t, 10*time.Second), other, "", "package b")
 			require.NoError(t, err)
 			assert.Equal(t, 1, v)
 			assert.Len(t, c.Documents(), 2)
-			assert.Equal(t, "plaintext", c.Documents()[1].LanguageID, "the language id of the URI's path")
+			d, _ := c.Document(other)
+			assert.Equal(t, lsp.LanguageID("b.go"), d.LanguageID, "the language id of the URI's path")
 		})
 	}
 }
