@@ -63,6 +63,7 @@ func (c *Client) storeDiagnostics(params json.RawMessage) {
 		c.log.Warn("lsp: ignoring unreadable textDocument/publishDiagnostics", "err", err)
 		return
 	}
+	p.URI = c.openURI(p.URI)
 	set := DiagnosticSet{URI: p.URI, Diagnostics: p.Diagnostics, at: time.Now()}
 	if p.Version != nil {
 		set.Version, set.Versioned = *p.Version, true

@@ -475,6 +475,22 @@ func (c *Client) Documents() []Document {
 }
 
 // version returns the current version of uri and whether it is open.
+// openURI returns the URI under which the client opened the file uri names, when the text of
+// the two differs (a server that escapes or cases it its own way); else uri.
+func (c *Client) openURI(uri string) string {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	if _, ok := c.docs[uri]; ok {
+		return uri
+	}
+	for open := range c.docs {
+		if sameFile(open, uri) {
+			return open
+		}
+	}
+	return uri
+}
+
 func (c *Client) version(uri string) (int, bool) {
 	c.docMu.Lock()
 	defer c.docMu.Unlock()

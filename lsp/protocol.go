@@ -153,16 +153,22 @@ func (c *Client) Hover(ctx context.Context, uri string, pos Position) (*Hover, e
 	return h, err
 }
 
-// FileURI returns the file:// URI of an absolute path.
+// FileURI returns the file:// URI of an absolute path: file:///C:/dir/x.go for a Windows drive
+// path, file://server/share/x.go for a UNC path (\\server\share\x.go).
 func FileURI(path string) string {
 	p := filepath.ToSlash(path)
+	if host, rest, ok := strings.Cut(strings.TrimPrefix(p, "//"), "/"); ok && strings.HasPrefix(p, "//") && host != "" {
+		return (&url.URL{Scheme: "file", Host: host, Path: "/" + rest}).String()
+	}
 	if !strings.HasPrefix(p, "/") { // a Windows drive letter
 		p = "/" + p
 	}
 	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
-// URIToPath returns the local path of a file:// URI.
+// URIToPath returns the local path of a file:// URI. On Windows a drive letter comes back
+// upper-case whatever the URI's case or escaping (file:///c%3A/x is C:\x), and a URI with a
+// host is a UNC path; elsewhere a host other than localhost is an error.
 func URIToPath(uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
@@ -172,10 +178,31 @@ func URIToPath(uri string) (string, error) {
 		return "", invalidArg("uri to path", uri, "not a file URI")
 	}
 	p := u.Path
+	if u.Host != "" && u.Host != "localhost" {
+		if runtime.GOOS != "windows" {
+			return "", invalidArg("uri to path", uri, "a file URI with a host (a UNC path) names no local file here")
+		}
+		return `\\` + u.Host + filepath.FromSlash(p), nil
+	}
 	if runtime.GOOS == "windows" && len(p) >= 3 && p[0] == '/' && p[2] == ':' {
-		p = p[1:]
+		p = strings.ToUpper(p[1:2]) + p[2:]
 	}
 	return filepath.FromSlash(p), nil
+}
+
+// sameFile reports whether two file URIs name the same file although their text differs: a
+// server may escape differently (%3A, %20) or, on Windows, change a drive letter's or a
+// name's case.
+func sameFile(a, b string) bool {
+	pa, errA := URIToPath(a)
+	pb, errB := URIToPath(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(pa, pb)
+	}
+	return pa == pb
 }
 
 // LanguageID guesses the LSP language identifier of a file from its name.

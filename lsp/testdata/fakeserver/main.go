@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -44,6 +45,7 @@ type server struct {
 	mode       string
 	sync       int    // textDocumentSync: 1 full, 2 incremental
 	versioned  bool   // publishes name the version
+	escapeURIs bool   // publishes escape URIs as vscode-uri does
 	pull       string // "", "static" or "dynamic": pull diagnostics
 	stale      bool   // on a change, first publish the old version's diagnostics again
 	crashAfter int    // exit after answering this many requests (0: never)
@@ -79,6 +81,7 @@ func main() {
 	latency := flag.Duration("latency", 0, "time each didOpen and didChange takes before its diagnostics are published; messages are handled one at a time, in order")
 	dedupe := flag.Bool("dedupe", false, "publish nothing for a text of a document already checked")
 	watch := flag.String("watch", "", "glob of the files to register a didChangeWatchedFiles watcher for, once initialized")
+	escapeURIs := flag.Bool("escape-uris", false, "publish URIs escaped as VS Code's vscode-uri does: every byte but letters, digits, -._~ and / as %XX, a drive letter lower-case")
 	flag.Parse()
 	if *starts != "" {
 		f, err := os.OpenFile(*starts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -98,7 +101,7 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{watch: *watch, lastDiags: map[string]string{}, exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+	s := &server{escapeURIs: *escapeURIs, watch: *watch, lastDiags: map[string]string{}, exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
 		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
 		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
@@ -318,7 +321,7 @@ func (s *server) handle(m message) {
 		delete(s.docs, uri)
 		s.mu.Unlock()
 		if s.pull == "" {
-			s.notify("textDocument/publishDiagnostics", map[string]any{"uri": uri, "diagnostics": []any{}})
+			s.notify("textDocument/publishDiagnostics", map[string]any{"uri": s.outURI(uri), "diagnostics": []any{}})
 		}
 	case "textDocument/didSave":
 		s.notify("test/saved", p)
@@ -352,7 +355,7 @@ func (s *server) handle(m message) {
 					return
 				case <-time.After(5 * time.Millisecond):
 				}
-				s.notify("textDocument/publishDiagnostics", map[string]any{"uri": uri, "diagnostics": []any{}})
+				s.notify("textDocument/publishDiagnostics", map[string]any{"uri": s.outURI(uri), "diagnostics": []any{}})
 			}
 		}()
 		s.reply(m.ID, nil)
@@ -617,11 +620,38 @@ func (s *server) diagnose(text string) []any {
 	return diags
 }
 
+// outURI is uri as the server publishes it: as it came, or escaped as vscode-uri does
+// (file:///c%3A/a%2Bb/x.txt for file:///C:/a+b/x.txt).
+func (s *server) outURI(uri string) string {
+	rest, ok := strings.CutPrefix(uri, "file://")
+	if !s.escapeURIs || !ok {
+		return uri
+	}
+	path, err := url.PathUnescape(rest)
+	if err != nil {
+		return uri
+	}
+	if len(path) >= 3 && path[0] == '/' && path[2] == ':' {
+		path = "/" + strings.ToLower(path[1:2]) + path[2:]
+	}
+	var b strings.Builder
+	b.WriteString("file://")
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~/", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
 // publishFrame is a publishDiagnostics frame for text at version.
 func (s *server) publishFrame(uri, text string, version int) []byte {
 	diags := s.diagnose(text)
 	s.lastDiags[uri] = string(raw(diags))
-	params := map[string]any{"uri": uri, "diagnostics": diags}
+	params := map[string]any{"uri": s.outURI(uri), "diagnostics": diags}
 	if s.versioned {
 		params["version"] = version
 	}
