@@ -37,7 +37,6 @@ declare -A NOT_WINDOWS_READY=(
 	[github.com/subkit/subkit/bash]="TestLoadConfig expects a POSIX absolute path (/abs), TestSharedService runs bash"
 	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
 	[github.com/subkit/subkit/coderuntime]="TestContract finds none of python3, node and bash, and fails rather than pass empty"
-	[github.com/subkit/subkit/lsp]="TestMain builds the fake server with a go found on PATH, which Wine has not"
 )
 
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
@@ -133,9 +132,43 @@ if [ ${#built[@]} -gt 0 ]; then
 	"$GO" test "${flags[@]}" -c -o "$bin/" "${built[@]}"
 fi
 
+winpath() { printf 'Z:%s' "$1" | tr / '\\'; }
 if [ ${#focus[@]} -gt 0 ]; then
 	"$GO" build -o "$build/subkit.exe" ./cmd/subkit
-	export SUBKIT_WINE_SUBKIT_EXE="Z:$(printf '%s' "$build/subkit.exe" | tr / '\\')"
+	export SUBKIT_WINE_SUBKIT_EXE=$(winpath "$build/subkit.exe")
+fi
+# The lsp tests' servers, cross-built since Wine has no go: the fake server, and gopls from the
+# pinned module tools/gopls (the tests that need go itself skip under Wine, naming it).
+if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/lsp'; then
+	"$GO" build -o "$build/fakeserver.exe" ./lsp/testdata/fakeserver
+	export SUBKIT_LSP_FAKESERVER=$(winpath "$build/fakeserver.exe")
+	stamp=$( { cat tools/gopls/go.mod tools/gopls/go.sum; "$GO" version; } | sha256sum | cut -d' ' -f1)
+	if [ ! -f "$build/gopls.exe" ] || [ "$(cat "$build/gopls.exe.sha256" 2>/dev/null)" != "$stamp" ]; then
+		log "building gopls.exe from tools/gopls"
+		(cd tools/gopls && "$GO" build -o "$build/gopls.exe" golang.org/x/tools/gopls)
+		echo "$stamp" >"$build/gopls.exe.sha256"
+	fi
+	export SUBKIT_GOPLS=$(winpath "$build/gopls.exe")
+	# gopls runs go list, and go list asks compile, asm and link for their versions (a test runs
+	# gofmt): a Windows Go toolchain of this go's version, its sources linked from GOROOT, which
+	# exec.sh hands to the test binaries (GOROOT, PATH; cgo off, no downloads).
+	goroot=$build/goroot
+	stamp=$( { "$GO" version; echo go gofmt compile asm link; } | sha256sum | cut -d' ' -f1)
+	if [ "$(cat "$goroot.sha256" 2>/dev/null)" != "$stamp" ]; then
+		log "building a Windows Go toolchain (go, gofmt, compile, asm, link) in $goroot"
+		host_goroot=$("$GO" env GOROOT)
+		rm -rf "$goroot" && mkdir -p "$goroot/pkg/tool/windows_amd64" "$goroot/bin"
+		for f in src VERSION go.env lib misc api pkg/include; do
+			[ ! -e "$host_goroot/$f" ] || ln -s "$host_goroot/$f" "$goroot/$f"
+		done
+		"$GO" build -o "$goroot/bin/go.exe" cmd/go
+		"$GO" build -o "$goroot/bin/gofmt.exe" cmd/gofmt
+		for tool in compile asm link; do
+			"$GO" build -o "$goroot/pkg/tool/windows_amd64/$tool.exe" "cmd/$tool"
+		done
+		echo "$stamp" >"$goroot.sha256"
+	fi
+	export SUBKIT_WINE_GOROOT=$(winpath "$goroot")
 fi
 
 # --- the run --------------------------------------------------------------------------------
