@@ -41,7 +41,7 @@ declare -A NOT_WINDOWS_READY=(
 
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
 declare -A WINE_FOCUS=(
-	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows.*|TestTreeNode)$'
+	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows.*|TestTreeNode|Test.*WindowsExe)$'
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
@@ -137,9 +137,9 @@ if [ ${#focus[@]} -gt 0 ]; then
 	"$GO" build -o "$build/subkit.exe" ./cmd/subkit
 	export SUBKIT_WINE_SUBKIT_EXE=$(winpath "$build/subkit.exe")
 fi
-# The lsp tests' servers, cross-built since Wine has no go: the fake server, and gopls from the
-# pinned module tools/gopls (the tests that need go itself skip under Wine, naming it).
-if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/lsp'; then
+# The language servers of the lsp and cmd/subkit tests, cross-built since Wine has no go: the
+# fake server, and gopls from the pinned module tools/gopls.
+if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/\(lsp\|cmd/subkit\)'; then
 	"$GO" build -o "$build/fakeserver.exe" ./lsp/testdata/fakeserver
 	export SUBKIT_LSP_FAKESERVER=$(winpath "$build/fakeserver.exe")
 	stamp=$( { cat tools/gopls/go.mod tools/gopls/go.sum; "$GO" version; } | sha256sum | cut -d' ' -f1)
