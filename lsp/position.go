@@ -3,10 +3,9 @@ package lsp
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/subkit/subkit/subprocess"
 )
 
 // PositionEncoding is the unit a Position's Character counts, as negotiated in initialize
@@ -37,7 +36,7 @@ func (e PositionEncoding) check() error {
 	case UTF16, UTF8, UTF32:
 		return nil
 	}
-	return fmt.Errorf("lsp: position encoding %q: want %q, %q or %q (%w)", string(e), UTF8, UTF16, UTF32, subprocess.ErrInvalid)
+	return invalidArg("position encoding", strconv.Quote(string(e)), fmt.Sprintf("want %q, %q or %q", UTF8, UTF16, UTF32))
 }
 
 // units is how many units of e the rune r, n bytes long in text, counts. Bytes that are not

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/internal/backoff"
 	"github.com/subkit/subkit/internal/testutil"
 )
 
@@ -134,20 +134,22 @@ func setup(t *testing.T, newRuntime func(t *testing.T) Runtime, lang coderuntime
 }
 
 func noGoroutineLeak(t *testing.T, before int) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= before {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Errorf("leak: %d goroutines after the subtest, %d before:\n%s", n, before, buf)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if settles(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		return
 	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	t.Errorf("leak: %d goroutines after the subtest, %d before:\n%s", runtime.NumGoroutine(), before, buf)
+}
+
+// poll is the back-off of the suite's checks that have no event to wait on.
+var poll = backoff.Policy{First: time.Millisecond, Max: 10 * time.Millisecond}
+
+// settles reports whether ok holds within bound, probing it with the suite's back-off.
+func settles(bound time.Duration, ok func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	return backoff.Until(ctx, poll, func() (bool, error) { return ok(), nil }) == nil
 }
 
 // req is a Request for code in the subtest's language, with a generous timeout.
@@ -186,17 +188,8 @@ func (e *env) mustRunTimed(t *testing.T, req coderuntime.Request) (coderuntime.R
 // may take a moment to leave the process table, so it polls briefly.
 func (e *env) noProcesses(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for {
-		left := testutil.Marked(e.mark)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the run still alive after Run returned: %v", left)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !settles(time.Second, func() bool { return len(testutil.Marked(e.mark)) == 0 }) {
+		t.Errorf("processes of the run still alive after Run returned: %v", testutil.Marked(e.mark))
 	}
 }
 

@@ -148,17 +148,8 @@ func mainText(t *testing.T, ex coderuntime.Execution) string {
 // noProcesses fails when a process carrying the mark is alive (on Linux).
 func (e *sessionEnv) noProcesses(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		left := testutil.Marked(e.mark)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the session still alive: %v", left)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !settles(3*time.Second, func() bool { return len(testutil.Marked(e.mark)) == 0 }) {
+		t.Errorf("processes of the session still alive: %v", testutil.Marked(e.mark))
 	}
 }
 
