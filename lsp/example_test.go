@@ -37,10 +37,12 @@ func Example() {
 	text, _ := lsp.ReadDocument(path, 0)
 	uri := lsp.FileURI(path)
 	version, _ := c.Open(ctx, uri, "", string(text))
-	set, _ := c.Diagnostics(ctx, uri, version)
+	set, _ := c.Diagnostics(ctx, uri, version) // waits for the server's word on this version
 	for _, d := range set.Diagnostics {
 		fmt.Printf("notes.txt:%d:%d: %v: %s\n", d.Range.Start.Line+1, d.Range.Start.Character+1, d.Severity, d.Message)
 	}
+	held, err := c.Diagnostics(ctx, uri, version, lsp.NoWait) // what is held now, at once
+	fmt.Println("held:", len(held.Diagnostics), err)
 	h, _ := c.Hover(ctx, uri, lsp.Position{Line: 1, Character: 4})
 	fmt.Println("hover:", h.Text())
 
@@ -49,6 +51,7 @@ func Example() {
 	// Output:
 	// server: fakeserver 1.0
 	// notes.txt:2:4: error: found ERROR
+	// held: 1 <nil>
 	// hover: `ERROR` at 1:4
 	// shutdown: clean 0 <nil>
 }
