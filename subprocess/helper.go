@@ -1,10 +1,13 @@
 package subprocess
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
+
+	"github.com/subkit/subkit/internal/posixsh"
 )
 
 // helperReady records that this binary called HelperMain, and so can serve as the kit's
@@ -19,16 +22,20 @@ var helperReady atomic.Bool
 //		...
 //	}
 //
-// When the process was started as one of the kit's helpers (the Service's guard, or the
-// sandbox hop that confines itself and execs the program), HelperMain runs that role and exits
+// When the process was started as one of the kit's helpers (the Service's guard, the sandbox
+// hop that confines itself and execs the program, or the kit's shell of Service.Shell), HelperMain runs that role and exits
 // the process (or becomes the program); otherwise it returns at once, and from then on a
 // Service with Config.Guard or a sandbox policy and no Config.Helper uses this binary as its
 // helper.
 func HelperMain() {
 	role := os.Getenv(helperRoleVar)
-	if role == "" {
+	switch role {
+	case "":
 		helperReady.Store(true)
 		return
+	case posixsh.Role: // every OS; the script's programs must not inherit the role
+		os.Unsetenv(helperRoleVar)
+		os.Exit(posixsh.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(runHelper(role))
 }
