@@ -783,3 +783,18 @@ func TestShellClosedIsServiceClosed(t *testing.T) {
 	assert.NotContains(t, err.Error(), "writable")
 	assert.Contains(t, err.Error(), "Config.Service was closed")
 }
+
+// On a caller's Service, whose environment keeps the host's bash startup variables, the
+// shell gets them set empty: no option from BASHOPTS or SHELLOPTS, no BASH_ENV, in the shell
+// and in the bash it starts.
+func TestShellCallerServiceStartupVars(t *testing.T) {
+	cfg, _ := testConfig(t)
+	sc := cfg.ServiceConfig
+	sc.Env = append(sc.Env, "BASHOPTS=globstar", "SHELLOPTS=xtrace", "BASH_ENV=/nonexistent/rc")
+	svc, err := subprocess.New(sc)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, svc.Close()) })
+	s := openT(t, Config{Service: svc})
+	st := run(t, s, `shopt -q globstar && echo globstar; echo "[$BASH_ENV]"; bash -c 'shopt -q globstar && echo child globstar; [[ $- == *x* ]] && echo child xtrace; echo child'`)
+	assert.Equal(t, "[]\nchild\n", st.Output)
+}
