@@ -113,7 +113,19 @@ type Config struct {
 	// ErrUnsupported when nothing here can enforce it; a command never runs unconfined when
 	// confinement was asked for. It needs the kit's helper executable, as Guard does.
 	Sandbox *sandbox.Policy
+	// Shell (key "shell") is the bash that runs the commands: a path, a name searched in PATH,
+	// or KitShell. Empty means `bash` from PATH, except on Windows, where it means Git Bash
+	// when Git for Windows is installed (found through its registry key, next to git.exe on
+	// PATH, or under Program Files or the user's programs; never System32's bash.exe, which
+	// is WSL's) and otherwise KitShell. Config() reports the one chosen.
+	Shell string
 }
+
+// KitShell, as Config.Shell, runs the commands with the kit's own shell (subprocess.Service.Shell:
+// bash's syntax and builtins interpreted by mvdan.cc/sh in the kit's helper executable, with
+// no utilities of its own: ls, grep or sed run only where the machine has them on PATH). It
+// needs the helper executable, as Guard does.
+const KitShell = "subkit-sh"
 
 // configKey ties a file key to its Config field.
 type configKey struct {
@@ -125,6 +137,7 @@ type configKey struct {
 func configKeys() []configKey {
 	return []configKey{
 		{"cwd", "Cwd", func(c *Config, v any) (err error) { c.Cwd, err = toString(v); return }},
+		{"shell", "Shell", func(c *Config, v any) (err error) { c.Shell, err = toString(v); return }},
 		{"timeoutMs", "Timeout", func(c *Config, v any) (err error) { c.Timeout, err = toMillis(v); return }},
 		{"maxTimeoutMs", "MaxTimeout", func(c *Config, v any) (err error) { c.MaxTimeout, err = toMillis(v); return }},
 		{"maxOutputBytes", "MaxOutputBytes", func(c *Config, v any) error {

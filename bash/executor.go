@@ -27,6 +27,7 @@ type Executor struct {
 	owned bool // svc is the executor's own, closed by Close
 	store *spillStore
 	log   *slog.Logger
+	shell subprocess.ShellCommand // the bash of every command: Path, and Env added to a command's
 
 	life     context.Context // ends when Close has ended every tree
 	stopLife context.CancelFunc
@@ -96,12 +97,24 @@ func New(cfg Config) (*Executor, error) {
 			return nil, &Error{Op: "new", Err: err}
 		}
 	}
+	shell, err := chooseShell(c.Shell, svc, gitBashFinder())
+	if err != nil {
+		if owned {
+			svc.Close()
+		}
+		store.close(context.Background())
+		return nil, err
+	}
+	c.Shell = shell.Path
+	if len(shell.Env) > 0 {
+		c.Shell = KitShell
+	}
 	if err := store.sweep(context.Background(), false); err != nil {
 		log.Warn("spill sweep", "err", err)
 	}
 	life, stop := context.WithCancel(context.Background())
 	return &Executor{
-		cfg: c, svc: svc, owned: owned, store: store, log: log, life: life, stopLife: stop,
+		cfg: c, svc: svc, owned: owned, store: store, log: log, shell: shell, life: life, stopLife: stop,
 		closing: make(chan struct{}), closeDone: make(chan struct{}),
 		procs: map[*Process]struct{}{}, lingering: map[*subprocess.Handle]struct{}{},
 	}, nil

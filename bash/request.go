@@ -78,7 +78,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 		stdoutTail = max(stdoutTail, req.StdoutMaxBytes)
 	}
 	spec := subprocess.Spec{
-		Path: "bash", Args: []string{"-c", req.Command},
+		Path: e.shell.Path, Args: []string{"-c", req.Command},
 		Dir: c.Cwd, Env: env, Grace: c.Grace, DrainGrace: c.DrainGrace, Timeout: timeout,
 		Stdout: subprocess.Output{TailBytes: stdoutTail, SpillBytes: c.MaxSpillBytes},
 		Stderr: subprocess.Output{TailBytes: c.MaxOutputBytes, SpillBytes: c.MaxSpillBytes},
@@ -93,6 +93,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 		spec.SpillDir = e.store.dir
 		spec.Sandbox = c.Sandbox
 	}
+	spec.Env = append(spec.Env, e.shell.Env...)
 	return spec, timeout, nil
 }
 

@@ -28,7 +28,7 @@ func TestShell(t *testing.T) {
 
 	long := "sleep 1000"
 	if runtime.GOOS == "windows" {
-		long = "ping -n 1000 127.0.0.1 >NUL"
+		long = "ping -n 1000 127.0.0.1 >/dev/null"
 	}
 	s := spec("echo started; " + long)
 	s.Timeout, s.Grace = 2*time.Second, 500*time.Millisecond

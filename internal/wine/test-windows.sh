@@ -42,6 +42,7 @@ declare -A NOT_WINDOWS_READY=(
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
 declare -A WINE_FOCUS=(
 	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows.*|TestTreeNode|Test.*WindowsExe)$'
+	[github.com/subkit/subkit/bash]='^(TestKitShell|TestShellConfig|TestGitBashIn)$'
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
