@@ -125,15 +125,27 @@ func TestDaemonOutlivesTheResultAndItsOutputIsRead(t *testing.T) {
 	}
 	require.NotEmpty(t, members, "%v", all)
 
-	time.Sleep(2 * time.Second) // the daemon's own pace: nothing to wait on but its output
-	d, err := h.ReadOutput(subprocess.Stdout, 0, 0)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, d.Total-atSettle, int64(len("tick\n")*10), "the daemon wrote on after settlement")
-	assert.False(t, d.Done)
+	// The daemon's own pace: wait for its output until ten more ticks have come.
+	ctx := ctxT(t, 60*time.Second)
+	var d subprocess.Delta
+	for {
+		updated := h.Updated(subprocess.Stdout) // before the read, so no arrival is missed
+		d, err = h.ReadOutput(subprocess.Stdout, 0, 0)
+		require.NoError(t, err)
+		require.False(t, d.Done)
+		if d.Total-atSettle >= int64(len("tick\n")*10) {
+			break
+		}
+		select {
+		case <-updated:
+		case <-ctx.Done():
+			t.Fatalf("the daemon wrote %d bytes after settlement, want ten ticks", d.Total-atSettle)
+		}
+	}
 	assert.Zero(t, d.Dropped, "bytes past the tail come from the spill file, which grew on")
 	assert.Contains(t, string(d.Data[:min(len(d.Data), 40)]), "started\n", "the whole stream, from its start")
 	for _, m := range members {
-		assert.True(t, isAlive(m.Identity), "the daemon is alive 2 s after settlement (no SIGPIPE)")
+		assert.True(t, isAlive(m.Identity), "the daemon is alive ten ticks after settlement (no SIGPIPE)")
 	}
 	spill, err := os.ReadFile(res.Stdout.SpillPath)
 	require.NoError(t, err)
