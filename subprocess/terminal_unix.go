@@ -366,10 +366,12 @@ func (t *Terminal) Wait(ctx context.Context) (TerminalResult, error) {
 // its session's members, the processes foreground inspections saw and those carrying the
 // terminal's cookie (by pid and start time), asks them to stop (SIGTERM, and SIGHUP to the
 // program, which an interactive shell obeys), forces what is left after the grace (SIGKILL),
-// and once the program is gone looks again for members that re-parented. Nothing is
-// signalled whose start time differs from what was recorded. It returns once all of them are
-// gone or ctx ends, and a *TerminateError naming the survivors otherwise. Concurrent calls
-// share one run; a call after a successful one returns at once.
+// and once the program is gone looks again for members that re-parented, which are ended the
+// same way with what is left of the grace. Nothing is signalled whose start time differs
+// from what was recorded. It returns once all of them are gone or ctx ends, and a
+// *TerminateError naming the survivors otherwise (joined, when a signal or a look at the
+// process table failed too, with that error: use errors.As). Concurrent calls share one run;
+// a call after a successful one returns at once.
 func (t *Terminal) Terminate(ctx context.Context) error {
 	if err := t.valid("terminate terminal"); err != nil {
 		return err
@@ -393,7 +395,10 @@ func (t *Terminal) escalate() error {
 		if !isClosed(t.leaderDone) {
 			left = append(left, t.shell)
 		}
-		return errors.Join(&TerminateError{Survivors: left}, err)
+		if err != nil {
+			return errors.Join(&TerminateError{Survivors: left}, err)
+		}
+		return &TerminateError{Survivors: left}
 	}
 	if err != nil {
 		return &Error{Op: "terminate terminal", Name: t.argv[0], Err: err}
