@@ -222,6 +222,9 @@ func (r *Runtime) NewSession(ctx context.Context, cfg SessionConfig) (Session, e
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Op: "new session", Language: cfg.Language, Err: err}
 	}
+	if r.isClosed() {
+		return nil, closed("new session", cfg.Language, nil)
+	}
 	if err := r.closedService("new session", cfg.Language); err != nil {
 		return nil, err
 	}
