@@ -9,11 +9,10 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// ErrNotRegular: ReadDocument (and so OpenFile) was given a path that is not a regular file: a
-// symbolic link, a FIFO, a device, a directory. It is not read: in a workspace that confined
-// programs write to, such a path may have been put there to make this process read what they
-// may not (a link to a secret) or to block it (a FIFO no one writes). Open a link's target by
-// its own path.
+// ErrNotRegular: ReadDocument was given a path that is not a regular file: a symbolic link, a
+// FIFO, a device, a directory. It is not read: in a workspace that confined programs write to,
+// such a path may have been put there to make this process read what they may not (a link to
+// a secret) or to block it (a FIFO no one writes). Open a link's target by its own path.
 var ErrNotRegular = errors.New("not a regular file")
 
 // ReadDocument reads the text of the file at path for a document, at most max bytes of it (0
