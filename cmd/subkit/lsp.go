@@ -208,7 +208,14 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfgSettings map[string]any
 	if *settings != "" {
 		if err := json.Unmarshal([]byte(*settings), &cfgSettings); err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if errors.As(err, &typeErr) { // the decoder's words name a Go type
+				return fail("invalid", exitUsage, fmt.Errorf("--settings: want a JSON object, not a JSON %s", typeErr.Value))
+			}
 			return fail("invalid", exitUsage, fmt.Errorf("--settings: want a JSON object: %w", err))
+		}
+		if cfgSettings == nil {
+			return fail("invalid", exitUsage, errors.New("--settings: want a JSON object, not null"))
 		}
 	}
 	switch {

@@ -143,6 +143,11 @@ func TestLspUsage(t *testing.T) {
 		code, _, errOut := lspCLI(t, args...)
 		assert.Equal(t, exitUsage, code, "%v", args)
 		assert.Contains(t, errOut, `run "subkit lsp -h" for usage`, "%v", args)
+		assert.NotContains(t, errOut, "Go value", "%v: the flag, not the decoder", args)
+	}
+	for _, settings := range []string{"[1]", "null", `"x"`} {
+		_, _, errOut := lspCLI(t, "lsp", "--settings", settings, "--", "srv")
+		assert.Contains(t, errOut, "--settings: want a JSON object, not ", settings)
 	}
 	code, out, _ := lspCLI(t, "lsp", "--json", "--", "no-such-language-server-xyz")
 	assert.Equal(t, exitNotFound, code)
