@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,12 +39,17 @@ func TestExecCancelled(t *testing.T) {
 }
 
 // A second Ctrl-C ends a tree that ignores SIGTERM at once, without waiting out the grace.
+// The command says on FIFOs when it runs and when the first interrupt's SIGTERM reached it;
+// the test waits on those lines.
 func TestSecondInterruptKillsAtOnce(t *testing.T) {
-	script := `trap 'touch "$READY.term"' TERM; trap '' INT; touch "$READY"; while :; do sleep 0.01; done`
+	script := `trap 'echo > "$READY.term"' TERM; trap '' INT; echo > "$READY"; while :; do sleep 0.01; done`
 	for _, name := range []string{"exec", "bash"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			ready := filepath.Join(dir, "ready")
+			for _, fifo := range []string{ready, ready + ".term"} {
+				require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+			}
 			args := []string{"exec", "--grace", "1h", "--env", "READY=" + ready, "--", "sh", "-c", script}
 			if name == "bash" {
 				cfg := filepath.Join(dir, "c.yaml")
@@ -59,14 +65,11 @@ func TestSecondInterruptKillsAtOnce(t *testing.T) {
 				cmd.Process.Kill()
 				<-done
 			})
-			exists := func(p string) func() bool {
-				return func() bool { _, err := os.Stat(p); return err == nil }
-			}
-			require.Eventually(t, exists(ready), 20*time.Second, 5*time.Millisecond, "the command did not start")
+			require.NoError(t, readFIFOLine(ready, done), "the command did not start")
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			// The first interrupt has the tree sent SIGTERM, which it survives: subkit would wait
 			// out the hour. (Two signals sent at once may arrive as one: wait for the first.)
-			require.Eventually(t, exists(ready+".term"), 20*time.Second, 5*time.Millisecond, "the first interrupt sent no SIGTERM")
+			require.NoError(t, readFIFOLine(ready+".term", done), "the first interrupt sent no SIGTERM")
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			select {
 			case err := <-done:
@@ -74,11 +77,37 @@ func TestSecondInterruptKillsAtOnce(t *testing.T) {
 				var ee *exec.ExitError
 				require.ErrorAs(t, err, &ee)
 				assert.Equal(t, exitCancelled, ee.ExitCode())
-			case <-time.After(60 * time.Second):
+			case <-time.After(60 * time.Second): // a bound on a hang, not a measurement
 				cmd.Process.Kill()
 				t.Fatal("the second interrupt did not end the tree at once (the grace is an hour)")
 			}
 		})
+	}
+}
+
+// readFIFOLine waits until a command has written a line to fifo, or has ended (done, whose value
+// it puts back).
+func readFIFOLine(fifo string, done chan error) error {
+	got := make(chan error, 1)
+	go func() {
+		f, err := os.Open(fifo) // blocks until the command opens it to write
+		if err == nil {
+			_, err = f.Read(make([]byte, 1))
+			f.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		return err
+	case err := <-done:
+		done <- err
+		// Open the FIFO to write, which ends the wait above.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-got
+		return fmt.Errorf("the command ended first: %v", err)
 	}
 }
 
