@@ -21,33 +21,6 @@ import (
 	"github.com/subkit/subkit/procinspect"
 )
 
-func start(t *testing.T, e *bash.Executor, command string) *bash.Process {
-	t.Helper()
-	p, err := e.Start(context.Background(), bash.Request{Command: command})
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-// readAll follows a process with its own cursor, max bytes at a time, until it is done,
-// waiting for output (WaitOutput) between reads.
-func readAll(t *testing.T, p *bash.Process, from bash.Offsets, max int) (stdout, stderr []byte, last bash.Delta) {
-	t.Helper()
-	ctx := ctxT(t, time.Minute)
-	for {
-		d, err := p.WaitOutput(ctx, from, max)
-		require.NoError(t, err, "no end in sight")
-		assert.Zero(t, d.Stdout.Dropped)
-		assert.Equal(t, from.Stdout, d.Stdout.From)
-		stdout = append(stdout, d.Stdout.Data...)
-		stderr = append(stderr, d.Stderr.Data...)
-		from = d.Next
-		if d.Done() {
-			return stdout, stderr, d
-		}
-	}
-}
-
 // Background offset reads, while running and after exit, agree byte for byte with the full
 // stream; the in-memory tail is small, so most bytes come from the spill file.
 func TestBackgroundOffsetReads(t *testing.T) {

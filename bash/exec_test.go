@@ -23,13 +23,6 @@ import (
 	"github.com/subkit/subkit/procinspect"
 )
 
-func exec(t *testing.T, e *bash.Executor, req bash.Request) bash.Result {
-	t.Helper()
-	res, err := e.Exec(ctxT(t, 60*time.Second), req)
-	require.NoError(t, err)
-	return res
-}
-
 func TestExecResult(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{})
 	res := exec(t, e, bash.Request{Command: "echo out; echo err >&2; exit 3"})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -59,4 +60,40 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// start runs a command in the background, closed at the end of the test.
+func start(t *testing.T, e *bash.Executor, command string) *bash.Process {
+	t.Helper()
+	p, err := e.Start(context.Background(), bash.Request{Command: command})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// readAll follows a process with its own cursor, max bytes at a time, until it is done,
+// waiting for output (WaitOutput) between reads.
+func readAll(t *testing.T, p *bash.Process, from bash.Offsets, max int) (stdout, stderr []byte, last bash.Delta) {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
+	for {
+		d, err := p.WaitOutput(ctx, from, max)
+		require.NoError(t, err, "no end in sight")
+		assert.Zero(t, d.Stdout.Dropped)
+		assert.Equal(t, from.Stdout, d.Stdout.From)
+		stdout = append(stdout, d.Stdout.Data...)
+		stderr = append(stderr, d.Stderr.Data...)
+		from = d.Next
+		if d.Done() {
+			return stdout, stderr, d
+		}
+	}
+}
+
+// exec runs a command in the foreground and requires that it ran.
+func exec(t *testing.T, e *bash.Executor, req bash.Request) bash.Result {
+	t.Helper()
+	res, err := e.Exec(ctxT(t, 60*time.Second), req)
+	require.NoError(t, err)
+	return res
 }
