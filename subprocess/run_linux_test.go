@@ -41,9 +41,18 @@ func TestRunAndExitError(t *testing.T) {
 	assert.True(t, res.TimedOut)
 	assert.Contains(t, res.Err().Error(), "timed out after")
 
+	// The caller gives up once the program has started (its output says so).
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	res, err = subprocess.Run(ctx, svc, sh(`echo started; exec sleep 1000`))
+	defer cancel()
+	spec = sh(`echo started; exec sleep 1000`)
+	var seen []byte
+	spec.Stdout.Tee = writerFunc(func(p []byte) (int, error) {
+		if seen = append(seen, p...); strings.Contains(string(seen), "started\n") {
+			cancel()
+		}
+		return len(p), nil
+	})
+	res, err = subprocess.Run(ctx, svc, spec)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, "SIGTERM", res.Signal, "the tree was terminated and its result returned")
 	assert.Equal(t, "started\n", string(res.Stdout.Tail))
@@ -156,3 +165,8 @@ func TestHurry(t *testing.T) {
 	require.NoError(t, h.Close())
 	(*subprocess.Service)(nil).Hurry() // a nil Service: nothing, no panic
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
