@@ -19,7 +19,13 @@ func TestKitShell(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{Shell: bash.KitShell, Grace: 500 * time.Millisecond})
 	assert.Equal(t, bash.KitShell, e.Config().Shell)
 
-	res := exec(t, e, bash.Request{Command: `echo "hi $PYTHONUNBUFFERED ${SUBKIT_HELPER-unset}"; echo oops >&2; exit 3`})
+	exec := func(req bash.Request) bash.Result {
+		t.Helper()
+		res, err := e.Exec(ctxT(t, time.Minute), req)
+		require.NoError(t, err)
+		return res
+	}
+	res := exec(bash.Request{Command: `echo "hi $PYTHONUNBUFFERED ${SUBKIT_HELPER-unset}"; echo oops >&2; exit 3`})
 	assert.Equal(t, 3, res.ExitCode)
 	assert.Equal(t, "hi 1 unset\n", string(res.Stdout.Tail))
 	assert.Equal(t, "oops\n", string(res.Stderr.Tail))
@@ -28,14 +34,18 @@ func TestKitShell(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		long = "ping -n 1000 127.0.0.1 >/dev/null"
 	}
-	res = exec(t, e, bash.Request{Command: "echo working; " + long, Timeout: 2 * time.Second})
+	res = exec(bash.Request{Command: "echo working; " + long, Timeout: 2 * time.Second})
 	assert.True(t, res.TimedOut)
 	assert.Equal(t, "working\n", string(res.Stdout.Tail))
 	assert.Contains(t, bash.Render(res, nil), "timed out after 2s")
 
-	p := start(t, e, `for i in 1 2 3; do echo "line $i"; done`)
-	stdout, _, _ := readAll(t, p, bash.Offsets{}, 0)
-	assert.Equal(t, "line 1\nline 2\nline 3\n", string(stdout))
+	p, err := e.Start(ctxT(t, time.Minute), bash.Request{Command: `for i in 1 2 3; do echo "line $i"; done`})
+	require.NoError(t, err)
+	res, err = p.Wait(ctxT(t, time.Minute))
+	require.NoError(t, err)
+	d, err := p.ReadOutput(bash.Offsets{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "line 1\nline 2\nline 3\n", string(d.Stdout.Data))
 }
 
 // Config.Shell: a path is taken as given, and the file key "shell" sets it.
@@ -52,6 +62,7 @@ func TestShellConfig(t *testing.T) {
 	}
 	e, _ := newExecutor(t, bash.Config{Shell: path})
 	assert.Equal(t, path, e.Config().Shell)
-	res := exec(t, e, bash.Request{Command: `echo "$BASH"`})
+	res, err := e.Exec(ctxT(t, time.Minute), bash.Request{Command: `echo "$BASH"`})
+	require.NoError(t, err)
 	assert.Equal(t, path+"\n", string(res.Stdout.Tail))
 }

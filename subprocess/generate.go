@@ -37,5 +37,7 @@ func Platform() (name string, support []Support) {
 		{"env scrub", capEnvScrub.String()},
 		{"terminals", capTerminals.String()},
 		{"inspect", capInspect.String()},
+		{"lsp", capLSP.String()},
+		{"commands", capCommands.String()},
 	}
 }

@@ -11,4 +11,6 @@ const (
 	capEnvScrub  = levelBestEffort // Credential-scrubbed env, ResolveExecutable
 	capTerminals = levelBestEffort // Terminals (pty), foreground groups
 	capInspect   = levelBestEffort // Process inspection (procinspect)
+	capLSP       = levelBestEffort // Language servers (lsp)
+	capCommands  = levelBestEffort // Command tool (bash executor, `subkit bash`, MCP `bash`)
 )

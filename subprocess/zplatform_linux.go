@@ -11,4 +11,6 @@ const (
 	capEnvScrub  = levelFull // Credential-scrubbed env, ResolveExecutable
 	capTerminals = levelFull // Terminals (pty), foreground groups
 	capInspect   = levelFull // Process inspection (procinspect)
+	capLSP       = levelFull // Language servers (lsp)
+	capCommands  = levelFull // Command tool (bash executor, `subkit bash`, MCP `bash`)
 )

@@ -13,4 +13,6 @@ const (
 	capEnvScrub  = levelUnsupported // Credential-scrubbed env, ResolveExecutable
 	capTerminals = levelUnsupported // Terminals (pty), foreground groups
 	capInspect   = levelUnsupported // Process inspection (procinspect)
+	capLSP       = levelUnsupported // Language servers (lsp)
+	capCommands  = levelUnsupported // Command tool (bash executor, `subkit bash`, MCP `bash`)
 )

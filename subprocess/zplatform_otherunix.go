@@ -13,4 +13,6 @@ const (
 	capEnvScrub  = levelFull        // Credential-scrubbed env, ResolveExecutable
 	capTerminals = levelBestEffort  // Terminals (pty), foreground groups
 	capInspect   = levelUnsupported // Process inspection (procinspect)
+	capLSP       = levelBestEffort  // Language servers (lsp)
+	capCommands  = levelBestEffort  // Command tool (bash executor, `subkit bash`, MCP `bash`)
 )

@@ -160,3 +160,36 @@ func snapshotWindows(t *testing.T) []procinspect.Proc {
 	require.NoError(t, err)
 	return tab.Procs()
 }
+
+// subkit.exe bash and mcp's bash tool on Windows: without Git Bash (as under Wine) the
+// commands run in the kit's own shell, one tree each, with the exit status and the timeout.
+func TestBashWindowsExe(t *testing.T) {
+	code, out, errOut := runExe(t, "", "bash", "--json", `echo "hi $((6*7))"; exit 3`)
+	require.Equal(t, 0, code, errOut)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.EqualValues(t, 3, res["exit_code"], out)
+	assert.Equal(t, "hi 42\n", res["stdout"].(map[string]any)["tail"])
+
+	cmd := subkitCommand(t, "mcp")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "stderr: %s", &stderr)
+	defer sess.Close()
+	call := func(args map[string]any) string {
+		t.Helper()
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: args})
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Content)
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	text := call(map[string]any{"command": `for i in 1 2; do echo "line $i"; done; exit 3`})
+	assert.Contains(t, text, "line 1\nline 2\n")
+	assert.Contains(t, text, "exit code 3")
+	text = call(map[string]any{"command": "echo working; ping -n 1000 127.0.0.1 >/dev/null", "timeout_ms": 2000})
+	assert.Contains(t, text, "working")
+	assert.Contains(t, text, "timed out after 2s", "%s", text)
+}
