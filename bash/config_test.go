@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,10 +201,11 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "work"), c.Cwd, "relative to the file")
 	assert.Equal(t, 5*time.Second, c.Timeout)
-	c, err = bash.LoadConfig(write("c.json", `{"graceMs": 10, "spillDir": "/abs"}`))
+	abs := filepath.Join(dir, "spill") // absolute on every OS (C:\... on Windows)
+	c, err = bash.LoadConfig(write("c.json", `{"graceMs": 10, "spillDir": `+strconv.Quote(abs)+`}`))
 	require.NoError(t, err)
 	assert.Equal(t, 10*time.Millisecond, c.Grace)
-	assert.Equal(t, "/abs", c.SpillDir)
+	assert.Equal(t, abs, c.SpillDir)
 
 	_, err = bash.LoadConfig(write("bad.json", `{"nope": 1}`))
 	configErr(t, err, "nope")

@@ -34,7 +34,6 @@ flock 9
 # Packages whose tests are not yet written for Windows, with why. Their owners make the tests
 # skip (or build-tag) what needs a POSIX host; then the package leaves this list.
 declare -A NOT_WINDOWS_READY=(
-	[github.com/subkit/subkit/bash]="TestLoadConfig expects a POSIX absolute path (/abs), TestSharedService runs bash"
 	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
 	[github.com/subkit/subkit/coderuntime]="TestContract finds none of python3, node and bash, and fails rather than pass empty"
 )
@@ -42,7 +41,6 @@ declare -A NOT_WINDOWS_READY=(
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
 declare -A WINE_FOCUS=(
 	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows.*|TestTreeNode|Test.*WindowsExe)$'
-	[github.com/subkit/subkit/bash]='^(TestKitShell|TestShellConfig|TestGitBashIn)$'
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
