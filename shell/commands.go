@@ -276,6 +276,7 @@ func (s *Session) input(ctx context.Context, p []byte) (sent bool, err error) {
 			return false, fmt.Errorf("an earlier write is not taken yet: %w", ctx.Err())
 		}
 	}
+	s.watch.typing(ctx, p, s.inspectForeground)
 	defer func() { // what was typed may change what the foreground does
 		off, _ := s.rawOffset()
 		s.watch.reset(time.Now(), off)

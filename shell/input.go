@@ -1,10 +1,13 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // InputWait says who waits for input at the terminal, and how the terminal will take what is
@@ -66,6 +69,10 @@ type inputWatch struct {
 	cand    *probe    // a blocked probe within this quiet, waiting for its confirmation
 	retry   time.Duration
 	noProbe bool // probes are not possible on this platform: the watch is off
+	// typed is the group's signature just before input it will read was typed, until a
+	// probe shows that the group ran since: until then it has not read that input, however
+	// blocked it looks (on a loaded machine a reader may not run for a while).
+	typed string
 }
 
 // maxRetry bounds the back-off between probes of a group that does not read the terminal.
@@ -74,6 +81,27 @@ const maxRetry = time.Second
 // reset starts a new quiet period: output arrived or input was typed.
 func (w *inputWatch) reset(now time.Time, off int64) {
 	w.off, w.quiet, w.cand, w.retry = off, now, nil, 0
+}
+
+// typing takes the group's signature before input is typed, when the input wakes a reader
+// of the terminal: any byte when the terminal is not in line mode, a line's end (or Ctrl-D,
+// Ctrl-C) when it is.
+func (w *inputWatch) typing(ctx context.Context, input []byte, inspect func(context.Context) (probe, error)) {
+	w.typed = ""
+	if w.noProbe {
+		return
+	}
+	p, err := inspect(ctx)
+	if err != nil {
+		if errors.Is(err, errNoProbe) {
+			w.noProbe = true
+		}
+		return
+	}
+	if p.wait.ModesKnown && p.wait.LineMode && !bytes.ContainsAny(input, "\n\r\x04\x03") {
+		return // a part of a line: the reader sleeps on
+	}
+	w.typed = p.sig
 }
 
 // need is how long a probe's evidence must have been quiet.
@@ -115,6 +143,13 @@ func (w *inputWatch) look(ctx context.Context, now time.Time, off int64, outAt t
 		return nil, w.retry
 	}
 	w.retry = 0
+	if w.typed != "" {
+		if p.sig == w.typed {
+			w.cand = nil // nothing of the group ran since the input was typed: it is unread
+			return nil, first / 2
+		}
+		w.typed = ""
+	}
 	if w.cand != nil && w.cand.sig == p.sig && quiet >= w.need(&p) {
 		return &p, 0
 	}
@@ -130,10 +165,7 @@ func lastLine(rendered string) string {
 	line := rendered[i+1:]
 	const maxPrompt = 256
 	if len(line) > maxPrompt {
-		line = line[len(line)-maxPrompt:]
-		for len(line) > 0 && line[0]&0xc0 == 0x80 {
-			line = line[1:]
-		}
+		line = string(utf8bridge.TrimStart([]byte(line[len(line)-maxPrompt:])))
 	}
 	return line
 }

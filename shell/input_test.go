@@ -94,3 +94,40 @@ func TestLastLine(t *testing.T) {
 	long := string(make([]byte, 300)) + "é"
 	assert.LessOrEqual(t, len(lastLine(long)), 256)
 }
+
+// Input typed to a group that has not run since is unread, however blocked the group looks:
+// no wait is believed until a probe shows that it ran. A part of a line in line mode wakes
+// nobody, so it changes nothing.
+func TestInputWatchTypedUnread(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	result := probe{blocked: true, sig: "a", wait: InputWait{ModesKnown: true, LineMode: true}}
+	inspect := func(context.Context) (probe, error) { return result, nil }
+
+	w := inputWatch{settle: 100 * time.Millisecond}
+	w.typing(ctx, []byte("ls\n"), inspect)
+	w.reset(at(0), 10)
+	w.look(ctx, at(50), 10, time.Time{}, inspect)
+	p, next := w.look(ctx, at(100), 10, time.Time{}, inspect)
+	assert.Nil(t, p, "the group has not run since the line was typed")
+	assert.Equal(t, 25*time.Millisecond, next)
+	p, _ = w.look(ctx, at(1000), 10, time.Time{}, inspect)
+	assert.Nil(t, p, "still not")
+
+	result.sig = "b" // it ran: it read the line, and blocks again
+	p, _ = w.look(ctx, at(1025), 10, time.Time{}, inspect)
+	assert.Nil(t, p, "one probe since it ran")
+	p, _ = w.look(ctx, at(1075), 10, time.Time{}, inspect)
+	assert.NotNil(t, p)
+
+	w.typing(ctx, []byte("par"), inspect)
+	assert.Empty(t, w.typed, "part of a line in line mode")
+	result.wait.LineMode = false
+	w.typing(ctx, []byte("k"), inspect)
+	assert.Equal(t, "b", w.typed, "a key without line mode")
+
+	w.typing(ctx, []byte("x\n"), func(context.Context) (probe, error) { return probe{}, errNoProbe })
+	assert.True(t, w.noProbe)
+	assert.Empty(t, w.typed)
+}
