@@ -97,26 +97,11 @@ func TestMcpLspWindowsExe(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n\nfunc main() {\n\tvar x int = \"s\"\n\t_ = x\n}\n"), 0o644))
 
-	cmd := subkitCommand(t, "mcp")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
-	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	require.NoError(t, err, "stderr: %s", &stderr)
-	closed := false
-	defer func() {
-		if !closed {
-			sess.Close()
-		}
-	}()
+	sess, cmd, stderr := mcpExe(t)
 	call := func(args map[string]any) string {
 		t.Helper()
-		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "lsp_diagnostics", Arguments: args})
-		require.NoError(t, err)
-		require.NotEmpty(t, res.Content)
-		text := res.Content[0].(*mcp.TextContent).Text
-		require.False(t, res.IsError, "%s", text)
+		text, isErr := callText(t, sess, "lsp_diagnostics", args)
+		require.False(t, isErr, "%s", text)
 		return text
 	}
 	text := call(map[string]any{"files": []string{"notes.txt"}, "root": root, "server": []string{fake}})
@@ -146,9 +131,17 @@ func TestMcpLspWindowsExe(t *testing.T) {
 	}
 	require.NotEmpty(t, children(), "the language servers run as subkit mcp's children")
 	require.NoError(t, sess.Close())
-	closed = true
-	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "subkit mcp's exit status; stderr: %s", &stderr)
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "subkit mcp's exit status; stderr: %s", stderr)
 	assert.Empty(t, children(), "language servers left after subkit mcp ended")
+}
+
+// callText calls tool and returns its text and whether it is a tool error.
+func callText(t *testing.T, sess *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Content)
+	return res.Content[0].(*mcp.TextContent).Text, res.IsError
 }
 
 // snapshotWindows is this machine's process table.
@@ -171,20 +164,11 @@ func TestBashWindowsExe(t *testing.T) {
 	assert.EqualValues(t, 3, res["exit_code"], out)
 	assert.Equal(t, "hi 42\n", res["stdout"].(map[string]any)["tail"])
 
-	cmd := subkitCommand(t, "mcp")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
-	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	require.NoError(t, err, "stderr: %s", &stderr)
-	defer sess.Close()
+	sess, _, _ := mcpExe(t)
 	call := func(args map[string]any) string {
 		t.Helper()
-		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: args})
-		require.NoError(t, err)
-		require.NotEmpty(t, res.Content)
-		return res.Content[0].(*mcp.TextContent).Text
+		text, _ := callText(t, sess, "bash", args)
+		return text
 	}
 	text := call(map[string]any{"command": `for i in 1 2; do echo "line $i"; done; exit 3`})
 	assert.Contains(t, text, "line 1\nline 2\n")

@@ -118,16 +118,11 @@ func TestTreeWindowsMcp(t *testing.T) {
 	tr := proctest.Start(t, "1,c1", "-test.run=TestTreeNode")
 	require.Len(t, tr.Procs, 4)
 
-	cmd := subkitCommand(t, "mcp")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	sess, cmd, stderr := mcpExe(t)
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
-	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	require.NoError(t, err, "stderr: %s", &stderr)
 	defer func() {
 		assert.NoError(t, sess.Close())
-		assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "subkit mcp's exit status; stderr: %s", &stderr)
+		assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "subkit mcp's exit status; stderr: %s", stderr)
 	}()
 	call := func(args map[string]any) (string, processTreeOut) {
 		t.Helper()
@@ -161,6 +156,21 @@ func TestTreeWindowsMcp(t *testing.T) {
 	assert.Equal(t, cmd.Process.Pid, self.Root)
 	require.NotEmpty(t, self.Processes)
 	assert.Equal(t, cmd.Process.Pid, self.Processes[0].Pid)
+}
+
+// mcpExe connects an MCP client over stdio to subkit.exe mcp (see subkitCommand), whose
+// stderr goes to the buffer it returns. Closing the session ends the server; the cleanup
+// closes it if the test did not.
+func mcpExe(t *testing.T) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := subkitCommand(t, "mcp")
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "subkit-test", Version: "1"}, nil)
+	sess, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "stderr: %s", stderr)
+	t.Cleanup(func() { sess.Close() })
+	return sess, cmd, stderr
 }
 
 // subkitCommand is subkit.exe with args: the cross-built one that subkitExeVar names, else
