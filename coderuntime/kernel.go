@@ -29,6 +29,9 @@ const (
 	// in ResultsDropped.
 	maxResults     = 1000
 	maxResultBytes = 64 << 20
+	// maxBackgroundErrors bounds the background errors one Execution keeps; more are counted
+	// in BackgroundErrorsDropped.
+	maxBackgroundErrors = 100
 )
 
 // kernel is one interpreter process running a session driver, and its control channel.
@@ -47,6 +50,7 @@ type kernel struct {
 	cell    *cellState // the cell running, or nil
 	pending [2]*streamBuf
 	pendRes resultSet
+	pendBg  backgroundSet
 	probes  map[string]chan struct{}
 	budgets [2]int
 
@@ -68,12 +72,13 @@ type cellState struct {
 	cb        Callbacks
 
 	// Guarded by the kernel's mu.
-	out     [2]*streamBuf
-	marked  [2]bool // the stream's end marker was seen: what follows is not the cell's
-	results resultSet
-	reply   *message
-	replied chan struct{} // closed when the driver said done
-	changed chan struct{} // signalled (capacity 1) when a marker is seen
+	out        [2]*streamBuf
+	marked     [2]bool // the stream's end marker was seen: what follows is not the cell's
+	results    resultSet
+	background backgroundSet
+	reply      *message
+	replied    chan struct{} // closed when the driver said done
+	changed    chan struct{} // signalled (capacity 1) when a marker is seen
 
 	// The callbacks run one at a time, never after the cell is closed.
 	cbMu   sync.Mutex
@@ -99,6 +104,21 @@ func (rs *resultSet) add(r CellResult) bool {
 	}
 	rs.list = append(rs.list, r)
 	rs.bytes += n
+	return true
+}
+
+// backgroundSet is a bounded list of background errors.
+type backgroundSet struct {
+	list    []BackgroundError
+	dropped int
+}
+
+func (bs *backgroundSet) add(e BackgroundError) bool {
+	if len(bs.list) >= maxBackgroundErrors {
+		bs.dropped++
+		return false
+	}
+	bs.list = append(bs.list, e)
 	return true
 }
 
@@ -287,6 +307,28 @@ func (k *kernel) dispatch(m *message) {
 				}
 			})
 		}
+	case "background_error":
+		if m.Error == nil {
+			k.log.Warn("coderuntime: a background error without its error from the session driver", "language", k.lang)
+			return
+		}
+		e := BackgroundError{Cell: max(m.Count, 0), CodeError: *m.Error}
+		k.mu.Lock()
+		c := k.cell
+		kept := false
+		if c != nil && c.reply == nil {
+			kept = c.background.add(e)
+		} else {
+			k.pendBg.add(e)
+		}
+		k.mu.Unlock()
+		if kept {
+			c.call(func(cb *Callbacks) {
+				if cb.BackgroundError != nil {
+					cb.BackgroundError(e)
+				}
+			})
+		}
 	case "done":
 		k.mu.Lock()
 		if c := k.cell; c != nil && m.Cell == c.id && c.reply == nil {
@@ -416,6 +458,8 @@ func (k *kernel) begin(cb Callbacks) *cellState {
 	}
 	c.results, k.pendRes = k.pendRes, resultSet{}
 	results := append([]CellResult(nil), c.results.list...)
+	c.background, k.pendBg = k.pendBg, backgroundSet{}
+	background := append([]BackgroundError(nil), c.background.list...)
 	k.cell = c
 	k.mu.Unlock()
 	for i, p := range early {
@@ -427,6 +471,13 @@ func (k *kernel) begin(cb Callbacks) *cellState {
 		c.call(func(cb *Callbacks) {
 			if cb.Result != nil {
 				cb.Result(r)
+			}
+		})
+	}
+	for _, e := range background {
+		c.call(func(cb *Callbacks) {
+			if cb.BackgroundError != nil {
+				cb.BackgroundError(e)
 			}
 		})
 	}
@@ -472,20 +523,29 @@ func (k *kernel) awaitMarks(c *cellState, bound time.Duration) {
 	}
 }
 
+// gathered is what a cell gathered while it ran.
+type gathered struct {
+	out        [2]Output
+	results    resultSet
+	background backgroundSet
+	reply      *message
+}
+
 // finish ends the cell: it is no longer the running one, its callbacks are over, and what it
 // gathered is returned.
-func (k *kernel) finish(c *cellState) (out [2]Output, results resultSet, reply *message) {
+func (k *kernel) finish(c *cellState) gathered {
 	k.mu.Lock()
 	if k.cell == c {
 		k.cell = nil
 	}
-	for i := range out {
-		out[i] = c.out[i].output()
+	var g gathered
+	for i := range g.out {
+		g.out[i] = c.out[i].output()
 	}
-	results, reply = c.results, c.reply
+	g.results, g.background, g.reply = c.results, c.background, c.reply
 	k.mu.Unlock()
-	c.close(reply)
-	return out, results, reply
+	c.close(g.reply)
+	return g
 }
 
 // stop ends the interpreter's whole tree (SIGTERM, the grace, SIGKILL; on Linux with the sweep

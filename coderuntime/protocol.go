@@ -16,8 +16,8 @@ const maxFrame = 64 << 20
 // big-endian length and that many bytes of JSON.
 //
 //	host -> driver  execute {id, count, code, nonce}; probe {id}
-//	driver -> host  hello {token, pid, version}; result {cell, main, mime}; done {cell, error, marks};
-//	                probe_ok {id}
+//	driver -> host  hello {token, pid, version}; result {cell, main, mime};
+//	                background_error {count, error}; done {cell, error, marks, notes}; probe_ok {id}
 type message struct {
 	Type    string            `json:"type"`
 	ID      string            `json:"id,omitempty"`
@@ -32,6 +32,7 @@ type message struct {
 	MIME    map[string]string `json:"mime,omitempty"`
 	Error   *CodeError        `json:"error,omitempty"`
 	Marks   []bool            `json:"marks,omitempty"`
+	Notes   []string          `json:"notes,omitempty"`
 }
 
 // errFrameTooLarge says a peer announced a frame above maxFrame: the channel is not trusted

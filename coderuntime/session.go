@@ -97,6 +97,9 @@ type Callbacks struct {
 	Result func(r CellResult)
 	// Error gets the cell's error when it raised, once it has ended.
 	Error func(e CodeError)
+	// BackgroundError gets each background error as it is reported (see
+	// Execution.BackgroundErrors).
+	BackgroundError func(e BackgroundError)
 }
 
 // Execution is what one cell did.
@@ -114,8 +117,24 @@ type Execution struct {
 	// ResultsDropped counts results left out beyond 1,000 or 64 MiB per cell.
 	ResultsDropped int
 	// Error is the exception that ended the cell (a KeyboardInterrupt or node's interrupted
-	// script error for an interrupted cell, SystemExit for sys.exit), or nil.
+	// script error for an interrupted cell, SystemExit for sys.exit), or nil. It is raised by
+	// the cell's own code: synchronously, by the promise the cell awaits, or (node) by a
+	// callback or an unhandled rejection of this cell's code before the cell ended. What code
+	// an earlier cell left running raises is a background error, never this.
 	Error *CodeError
+	// BackgroundErrors are the uncaught exceptions that did not end this cell, reported while it
+	// ran (or, for the first, since the cell before ended): in node, those of callbacks and
+	// promises that earlier cells' code scheduled (a timer that throws, a rejection nothing
+	// handles); in python3, those that ended a thread, which never ends the cell that runs
+	// meanwhile (this one's threads included). Each says which cell's code started it. The
+	// cell keeps its own result, output and Error.
+	BackgroundErrors []BackgroundError
+	// BackgroundErrorsDropped counts background errors left out beyond 100 per cell.
+	BackgroundErrorsDropped int
+	// Notes are what the session says about the cell besides its output and results: in
+	// python3, a matplotlib figure that could not be rendered (why, and what to do), or a GUI
+	// backend that could not open here and was replaced by the session's.
+	Notes []string
 	// TimedOut: the cell ran past its timeout and was interrupted.
 	TimedOut bool
 	// Cancelled: Run's ctx ended during the cell, which was interrupted.
@@ -143,6 +162,19 @@ type CellResult struct {
 	MIME map[string]string `json:"mime"`
 	// Main is set for the main result, the value of the cell's trailing expression.
 	Main bool `json:"main"`
+}
+
+// BackgroundError is an uncaught exception of code a cell left running (a node timer, callback
+// or promise; a python3 thread), reported with the cell running when it was raised, or with
+// the next one when none was.
+type BackgroundError struct {
+	// Cell is the ExecutionCount of the cell whose code started what raised it (scheduled the
+	// callback, created the promise, started the thread), in the interpreter that ran it; 0 when
+	// no cell can be named.
+	Cell int `json:"cell"`
+	// CodeError is the exception; a python3 thread's traceback starts as Python prints it
+	// ("Exception in thread NAME:").
+	CodeError
 }
 
 // ExitStatus is how an interpreter ended.
@@ -512,11 +544,13 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 	} else {
 		k.awaitMarks(c, s.grace)
 	}
-	out, results, reply := k.finish(c)
-	ex.Stdout, ex.Stderr = out[0], out[1]
-	ex.Results, ex.ResultsDropped = results.list, results.dropped
-	if reply != nil {
-		ex.Error = reply.Error
+	g := k.finish(c)
+	ex.Stdout, ex.Stderr = g.out[0], g.out[1]
+	ex.Results, ex.ResultsDropped = g.results.list, g.results.dropped
+	ex.BackgroundErrors, ex.BackgroundErrorsDropped = g.background.list, g.background.dropped
+	if g.reply != nil {
+		ex.Error = g.reply.Error
+		ex.Notes = g.reply.Notes
 	}
 	ex.Duration = time.Since(begin)
 	return ex, nil

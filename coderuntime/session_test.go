@@ -237,8 +237,8 @@ func TestSessionNodeSpecifics(t *testing.T) {
 	assert.Equal(t, "string", ex.Error.Name)
 	assert.Equal(t, "'a string'", ex.Error.Value)
 
-	// An exception a timer throws between cells goes to stderr, with relative paths; the
-	// session goes on.
+	// An exception a timer throws between cells is a background error of the next cell, with
+	// relative paths; the session goes on.
 	fired := filepath.Join(t.TempDir(), "fired")
 	okCell(t, s, "setTimeout(() => { require('fs').writeFileSync("+jsonQuote(fired)+", ''); throw new Error('later'); }, 0);\n")
 	for {
@@ -248,8 +248,113 @@ func TestSessionNodeSpecifics(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ex = okCell(t, s, "1\n")
-	assert.True(t, strings.HasPrefix(ex.Stderr.Tail, "Uncaught Error: later\n    at Timeout._onTimeout (<cell-"), ex.Stderr.Tail)
-	assert.NotContains(t, ex.Stderr.Tail, dir, "paths are relative")
+	assert.Equal(t, "1", mainResult(t, ex).MIME["text/plain"])
+	assert.Empty(t, ex.Stderr.Tail)
+	require.Len(t, ex.BackgroundErrors, 1)
+	be := ex.BackgroundErrors[0]
+	assert.Equal(t, 8, be.Cell)
+	assert.Equal(t, "later", be.Value)
+	assert.True(t, strings.HasPrefix(be.Traceback, "Error: later\n    at Timeout._onTimeout (<cell-8>"), be.Traceback)
+	assert.NotContains(t, be.Traceback, dir, "paths are relative")
+}
+
+func TestSessionNodeBackgroundErrors(t *testing.T) {
+	rt := newRuntime(t, coderuntime.Config{})
+	needs(t, rt, coderuntime.Node)
+	mark := marked(t)
+	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Node})
+	// untilUncaught waits until an uncaught exception has been taken (a monitor listener does
+	// not handle it).
+	const untilUncaught = "await new Promise((resolve) => process.once('uncaughtExceptionMonitor', () => setImmediate(resolve)));\n"
+
+	// A timer of cell 1 throws while cell 2 runs: cell 2 keeps its output and result.
+	okCell(t, s, "setTimeout(() => { throw new Error('late'); }, 200);\n")
+	ex := okCell(t, s, "console.log('own');\n"+untilUncaught+"'own result'\n")
+	assert.Equal(t, "'own result'", mainResult(t, ex).MIME["text/plain"])
+	assert.Equal(t, "own\n", ex.Stdout.Tail)
+	require.Len(t, ex.BackgroundErrors, 1)
+	assert.Equal(t, 1, ex.BackgroundErrors[0].Cell)
+	assert.Equal(t, "Error", ex.BackgroundErrors[0].Name)
+	assert.Equal(t, "late", ex.BackgroundErrors[0].Value)
+
+	// What a callback of cell 3's timer schedules is cell 3's too, however late it runs.
+	okCell(t, s, "setTimeout(() => { setImmediate(() => { process.nextTick(() => { throw new RangeError('nested'); }); }); }, 100);\n")
+	ex = okCell(t, s, untilUncaught+"4\n")
+	assert.Equal(t, "4", mainResult(t, ex).MIME["text/plain"])
+	require.Len(t, ex.BackgroundErrors, 1)
+	assert.Equal(t, 3, ex.BackgroundErrors[0].Cell)
+	assert.Equal(t, "RangeError", ex.BackgroundErrors[0].Name)
+
+	// A promise of cell 5 that cell 6 rejects, and nothing handles: cell 5's. The rejection is
+	// taken at the end of cell 6's synchronous part, before the immediate it awaits.
+	okCell(t, s, "let rejectLater;\nconst pending = new Promise((_, reject) => { rejectLater = reject; });\n")
+	ex = okCell(t, s, "rejectLater(new Error('rejected late'));\nawait new Promise((resolve) => setImmediate(resolve));\n6\n")
+	assert.Equal(t, "6", mainResult(t, ex).MIME["text/plain"])
+	require.Len(t, ex.BackgroundErrors, 1)
+	assert.Equal(t, 5, ex.BackgroundErrors[0].Cell)
+	assert.Equal(t, "rejected late", ex.BackgroundErrors[0].Value)
+
+	// A callback the running cell scheduled that throws before it ends is its own error.
+	ex = cell(t, s, "setTimeout(() => { throw new Error('mine'); }, 0);\n"+untilUncaught+"7\n", coderuntime.Callbacks{})
+	require.NotNil(t, ex.Error)
+	assert.Equal(t, "mine", ex.Error.Value)
+	assert.Empty(t, ex.BackgroundErrors)
+
+	// A queueMicrotask callback of an earlier cell's timer: node reports its exception outside
+	// any callback's context; it is still the earlier cell's.
+	okCell(t, s, "setTimeout(() => queueMicrotask(() => { throw new Error('micro'); }), 100);\n")
+	ex = okCell(t, s, untilUncaught+"10\n")
+	assert.Equal(t, "10", mainResult(t, ex).MIME["text/plain"])
+	require.Len(t, ex.BackgroundErrors, 1)
+	assert.Equal(t, 8, ex.BackgroundErrors[0].Cell)
+	assert.Equal(t, "micro", ex.BackgroundErrors[0].Value)
+}
+
+func TestSessionPythonThreadErrors(t *testing.T) {
+	rt := newRuntime(t, coderuntime.Config{})
+	needs(t, rt, coderuntime.Python3)
+	mark := marked(t)
+	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3})
+	gate := filepath.Join(t.TempDir(), "gate")
+	okCell(t, s, `import os, threading, time
+def late():
+    while not os.path.exists(`+jsonQuote(gate)+`):
+        time.sleep(0.01)
+    raise ValueError("late")
+def starter():
+    inner = threading.Thread(target=late, name="inner")
+    inner.start()
+    inner.join()
+t = threading.Thread(target=starter)
+t.start()
+`)
+	var seen []coderuntime.BackgroundError
+	ex := cell(t, s, "open("+jsonQuote(gate)+", 'w').close()\nt.join()\nprint('own')\n'own result'\n",
+		coderuntime.Callbacks{BackgroundError: func(e coderuntime.BackgroundError) { seen = append(seen, e) }})
+	require.Nil(t, ex.Error, "a thread of an earlier cell does not fail this one")
+	assert.Equal(t, "'own result'", mainResult(t, ex).MIME["text/plain"])
+	assert.Equal(t, "own\n", ex.Stdout.Tail)
+	assert.Empty(t, ex.Stderr.Tail, "the thread's traceback is not printed")
+	require.Len(t, ex.BackgroundErrors, 1)
+	be := ex.BackgroundErrors[0]
+	assert.Equal(t, 1, be.Cell, "a thread started by a thread of cell 1 is cell 1's")
+	assert.Equal(t, "ValueError", be.Name)
+	assert.Equal(t, "late", be.Value)
+	assert.True(t, strings.HasPrefix(be.Traceback, "Exception in thread inner:\nTraceback (most recent call last):\n"), be.Traceback)
+	assert.Contains(t, be.Traceback, `File "<cell-1>", line 5, in late`)
+	assert.Equal(t, ex.BackgroundErrors, seen)
+
+	// A thread of the running cell: a background error too, since it does not end the cell.
+	ex = okCell(t, s, "t2 = threading.Thread(target=lambda: 1 / 0)\nt2.start()\nt2.join()\n3\n")
+	assert.Equal(t, "3", mainResult(t, ex).MIME["text/plain"])
+	require.Len(t, ex.BackgroundErrors, 1)
+	assert.Equal(t, 3, ex.BackgroundErrors[0].Cell)
+	assert.Equal(t, "ZeroDivisionError", ex.BackgroundErrors[0].Name)
+
+	// SystemExit ends a thread quietly, as in Python.
+	ex = okCell(t, s, "import sys\nt3 = threading.Thread(target=sys.exit)\nt3.start()\nt3.join()\n")
+	assert.Empty(t, ex.BackgroundErrors)
+	assert.Empty(t, ex.Stderr.Tail)
 }
 
 func TestSessionOutputBetweenCells(t *testing.T) {

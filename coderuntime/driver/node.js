@@ -8,8 +8,18 @@
 // is the one the host started comes in SUBKIT_SESSION_TOKEN, removed before any cell runs.
 //
 // Protocol: as the python3 driver's (frames of a 4-byte big-endian length and UTF-8 JSON;
-// execute/probe from the host; hello/result/done/probe_ok from the driver; the end marker written
-// to stdout and stderr before "done").
+// execute/probe from the host; hello/result/background_error/done/probe_ok from the driver; the
+// end marker written to stdout and stderr before "done").
+//
+// Which cell an uncaught exception belongs to: every async resource (timer, immediate, tick,
+// promise, socket, fs request, ...) is tagged, as it is created, with the count of the cell
+// whose code was running then: the tag of the resource that created it, which for the cell's
+// synchronous part is the cell's own count. An exception a callback throws (or an unhandled
+// rejection, by its promise's tag) is the running cell's error when the tag is the running
+// cell's, or when it has no tag and a cell runs (nothing names an earlier one); otherwise it is a
+// background error, sent at once with the tag (0: none) and reported with the cell running or
+// the next one, which keeps its own result. So a timer an earlier cell set that throws while a
+// later cell runs is never that cell's error.
 'use strict';
 (function subkitSession() {
   const fs = require('fs');
@@ -17,6 +27,7 @@
   const path = require('path');
   const util = require('util');
   const vm = require('vm');
+  const asyncHooks = require('async_hooks');
   const { createRequire } = require('module');
 
   const MARK_HEAD = '\x1e\x1fsubkit-cell-end ';
@@ -66,8 +77,56 @@
   const stdout = process.stdout;
   const stderr = process.stderr;
 
-  let cell = null; // { id, errors: [], rejected: Set } while a cell runs
+  let cell = null; // { id, count, errors: [], rejected: Set } while a cell runs
   let interrupt = null; // rejects the awaiting cell on SIGINT
+
+  // The cell tags of async resources (see the top of the file). lastEntered is the tag of the
+  // last callback that began: node reports some exceptions (a queueMicrotask callback's) after
+  // leaving the callback's context.
+  const CELL = Symbol('subkit.cell');
+  let lastEntered;
+  const executionAsyncResource = asyncHooks.executionAsyncResource;
+  const executionAsyncId = asyncHooks.executionAsyncId;
+  asyncHooks
+    .createHook({
+      init(asyncId, type, triggerAsyncId, resource) {
+        const n = executionAsyncResource()[CELL];
+        if (n !== undefined) {
+          try {
+            resource[CELL] = n;
+          } catch (e) {
+            // A frozen resource stays untagged.
+          }
+        }
+      },
+      before() {
+        lastEntered = executionAsyncResource()[CELL];
+      },
+    })
+    .enable();
+  // runTagged runs f with the current resource tagged as cell n's, as AsyncLocalStorage.run does.
+  function runTagged(n, f) {
+    const r = executionAsyncResource();
+    const old = r[CELL];
+    r[CELL] = n;
+    try {
+      return f();
+    } finally {
+      r[CELL] = old;
+    }
+  }
+  function currentTag() {
+    return executionAsyncId() === 0 ? lastEntered : executionAsyncResource()[CELL];
+  }
+  // uncaught takes an exception no code handled: the running cell's error, or a background one.
+  function uncaught(err, tag, promise) {
+    if (cell && (tag === cell.count || tag === undefined)) {
+      cell.errors.push(err);
+      if (promise) cell.rejected.add(promise);
+      return;
+    }
+    send({ type: 'background_error', count: tag || 0, error: codeError(err) });
+  }
 
   process.on('SIGINT', () => {
     // During a cell's synchronous part, vm's breakOnSigint handles the signal; while it awaits,
@@ -85,17 +144,11 @@
     process.listeners(event).some((l) => l !== ours && l.name !== 'domainUncaughtExceptionClear');
   process.on('uncaughtException', function onUncaught(err) {
     if (codeListens('uncaughtException', onUncaught)) return;
-    if (cell) cell.errors.push(err);
-    else fs.writeSync(2, 'Uncaught ' + relative(describe(err)) + '\n');
+    uncaught(err, currentTag());
   });
   process.on('unhandledRejection', function onRejection(reason, promise) {
     if (codeListens('unhandledRejection', onRejection)) return;
-    if (cell) {
-      cell.errors.push(reason);
-      cell.rejected.add(promise);
-    } else {
-      fs.writeSync(2, 'Uncaught (in promise) ' + relative(describe(reason)) + '\n');
-    }
+    uncaught(reason, promise[CELL], promise);
   });
   function describe(err) {
     if (err instanceof Error || util.types.isNativeError(err)) return String(err.stack || err);
@@ -311,13 +364,13 @@
   }
 
   async function runCell(msg) {
-    const c = { id: msg.id, errors: [], rejected: new Set() };
+    const c = { id: msg.id, count: msg.count, errors: [], rejected: new Set() };
     cell = c;
     let error = null;
     let value;
     try {
       const { script, awaits, async } = compile(msg.code, `<cell-${msg.count}>`);
-      value = script.runInThisContext({ breakOnSigint: true });
+      value = runTagged(msg.count, () => script.runInThisContext({ breakOnSigint: true }));
       if (awaits) {
         const r = await interruptible(value);
         value = r ? r.value : undefined;
@@ -329,7 +382,7 @@
     }
     // Let the cell's unhandled rejections and callbacks' exceptions be seen as the cell's.
     await new Promise((resolve) => setImmediate(resolve));
-    cell = null; // from here on, exceptions of callbacks are reported on stderr
+    cell = null; // from here on, exceptions of its callbacks are background errors
     if (error === null && c.errors.length > 0) error = c.errors[0];
     if (error === null && value !== undefined && !c.rejected.has(value)) {
       globalThis._ = value;

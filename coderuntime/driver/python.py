@@ -10,11 +10,21 @@
 #   host -> driver  {"type":"execute","id","count","code","nonce"}   {"type":"probe","id"}
 #   driver -> host  {"type":"hello","token","pid","version"}
 #                   {"type":"result","cell","main","mime":{...}}     (display() and the main result)
-#                   {"type":"done","cell","error":{name,value,traceback}|null,"marks":[out,err]}
+#                   {"type":"background_error","count","error":{name,value,traceback}}
+#                   {"type":"done","cell","error":{name,value,traceback}|null,"marks":[out,err],
+#                    "notes":[...]}
 #                   {"type":"probe_ok","id"}
 # After a cell, and before "done", the driver writes the end marker MARK_HEAD + nonce + MARK_TAIL
 # to file descriptors 1 and 2, so the host knows where the cell's output ends; "marks" says on
 # which of them the marker was written.
+#
+# Background errors: an exception that ends a thread (threading.excepthook) never ends the cell
+# that runs meanwhile; it is sent at once as a background_error with the count of the cell whose
+# code started the thread (a thread started by another thread takes its starter's count).
+#
+# matplotlib: pyplot.show() and the end of a cell turn every open figure into an image/png result
+# (then close it) whatever the backend; a GUI backend that cannot open here gives way to the
+# session's. What cannot be shown is said in the cell's notes.
 import sys
 
 
@@ -35,6 +45,7 @@ def _subkit_session():
     import traceback
     import types
     import warnings
+    import weakref
 
     MARK_HEAD = b"\x1e\x1fsubkit-cell-end "
     MARK_TAIL = b"\x1f\x1e"
@@ -98,6 +109,7 @@ def _subkit_session():
 
     class State:
         cell = None  # id of the cell running
+        count = 0  # its count, and the last one's between cells
         executing = False  # the cell's own code runs: SIGINT raises KeyboardInterrupt
         sending = False  # the main thread is in the middle of a frame
         interrupted = False  # SIGINT came while sending
@@ -198,6 +210,21 @@ def _subkit_session():
         fig.savefig(buf, format="png", bbox_inches="tight")
         return base64.b64encode(buf.getvalue()).decode("ascii")
 
+    notes = []  # what the session says about the cell running, besides its output
+
+    def note(text):
+        if len(notes) < 20:
+            notes.append(relative(text)[:4096])
+
+    def unrendered(fig, exc):
+        try:
+            num = " %s" % fig.number
+        except Exception:
+            num = ""
+        note("matplotlib figure%s could not be rendered as PNG, so it is not among the results: %s: %s. "
+             "Fix what the message names and show the figure again (display(fig) or plt.show())."
+             % (num, type(exc).__name__, exc))
+
     def is_figure(obj):
         mod = sys.modules.get("matplotlib.figure")
         return mod is not None and isinstance(obj, mod.Figure)
@@ -230,11 +257,11 @@ def _subkit_session():
                 if v is not None:
                     data[mime] = v
             if "image/png" not in data and is_figure(obj):
+                shown.add(id(obj))
                 try:
                     data["image/png"] = figure_png(obj)
-                    shown.add(id(obj))
-                except Exception:
-                    pass
+                except Exception as exc:
+                    unrendered(obj, exc)
         if "text/plain" not in data:
             try:
                 data["text/plain"] = repr(obj)
@@ -307,8 +334,57 @@ def _subkit_session():
 
         module.show = show
 
+    # GUI backends: when one cannot open here, the session's backend takes its place.
+    gui_backends = {
+        "gtk3agg", "gtk3cairo", "gtk4agg", "gtk4cairo", "macosx", "nbagg", "notebook", "qtagg",
+        "qtcairo", "qt5agg", "qt5cairo", "qt4agg", "tkagg", "tkcairo", "webagg", "wx", "wxagg",
+        "wxcairo", "ipympl", "widget",
+    }
+
+    def is_gui_backend(name):
+        name = str(name).lower()
+        if name in gui_backends:
+            return True
+        try:
+            from matplotlib import rcsetup
+            return name in {b.lower() for b in getattr(rcsetup, "interactive_bk", ())}
+        except Exception:
+            return False
+
+    def patch_pyplot(module):
+        switch = getattr(module, "switch_backend", None)
+        if callable(switch):
+            def switch_backend(newbackend, *args, **kwargs):
+                try:
+                    return switch(newbackend, *args, **kwargs)
+                except ImportError as exc:
+                    if not is_gui_backend(newbackend):
+                        raise
+                    switch("module://" + BACKEND)
+                    note("matplotlib backend %r cannot open here (%s); the session's backend took its place, "
+                         "so figures come back as image/png results at plt.show() and at the end of the cell."
+                         % (str(newbackend), exc))
+
+            switch_backend.__doc__ = switch.__doc__
+            switch_backend.__wrapped__ = switch
+            module.switch_backend = switch_backend
+
+        original = getattr(module, "show", None)
+
+        def show(*args, **kwargs):
+            """Shows every open figure as an image/png result of the cell, and closes it."""
+            flush_figures()
+
+        if original is not None:
+            show.__wrapped__ = original
+        module.show = show
+
     class Finder(importlib.abc.MetaPathFinder):
-        targets = {"IPython.core.display_functions": patch_ipython, "IPython.core.display": patch_ipython}
+        targets = {
+            "IPython.core.display_functions": patch_ipython,
+            "IPython.core.display": patch_ipython,
+            "matplotlib.pyplot": patch_pyplot,
+        }
 
         def find_spec(self, name, path=None, target=None):
             if name == BACKEND:
@@ -331,20 +407,49 @@ def _subkit_session():
     sys.meta_path.insert(0, Finder())
 
     def flush_figures():
+        # Every open figure, whatever the backend: an Agg or a GUI backend's show() would give
+        # nothing here.
         pyplot = sys.modules.get("matplotlib.pyplot")
         if pyplot is None:
             return
         try:
-            if pyplot.get_backend() != "module://" + BACKEND:
-                return
             from matplotlib._pylab_helpers import Gcf
-            for manager in Gcf.get_all_fig_managers():
+            for manager in list(Gcf.get_all_fig_managers()):
                 fig = manager.canvas.figure
                 if id(fig) not in shown:
-                    shown.add(id(fig))
-                    publish(bundle(fig))
+                    data = bundle(fig)  # marks it shown; says why in the notes when it cannot render
+                    if "image/png" in data:
+                        publish(data)
         finally:
             pyplot.close("all")
+
+    # Threads: which cell started each, for the exceptions that end them.
+    started_by = weakref.WeakKeyDictionary()
+    thread_start = threading.Thread.start
+
+    def start(self, *args, **kwargs):
+        starter = threading.current_thread()
+        started_by[self] = state.count if starter is main_thread else started_by.get(starter, 0)
+        return thread_start(self, *args, **kwargs)
+
+    start.__doc__ = thread_start.__doc__
+    start.__wrapped__ = thread_start
+    threading.Thread.start = start
+
+    def thread_excepthook(args):
+        if args.exc_type is SystemExit:
+            return  # as Python's own hook: a thread may end with it
+        try:
+            exc = args.exc_value if args.exc_value is not None else args.exc_type()
+            err = code_error(exc)
+            name = getattr(args.thread, "name", None) or "a thread"
+            err["traceback"] = "Exception in thread %s:\n%s" % (name, err["traceback"])
+            cell = started_by.get(args.thread, 0) if args.thread is not None else 0
+            send({"type": "background_error", "count": cell, "error": err})
+        except Exception:
+            threading.__excepthook__(args)  # the channel is gone: as Python would
+
+    threading.excepthook = thread_excepthook
 
     # Errors: the cell's frames only, private paths relative.
     def strip(te, seen):
@@ -412,7 +517,9 @@ def _subkit_session():
 
     def run_cell(msg):
         state.cell = msg["id"]
+        state.count = msg["count"]
         shown.clear()
+        del notes[:]
         filename = "<cell-%d>" % msg["count"]
         source = msg["code"]
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -440,7 +547,7 @@ def _subkit_session():
             except Exception:
                 pass
         marks = [write_marker(fd, msg["nonce"], std_ids[i]) for i, fd in enumerate((1, 2))]
-        send({"type": "done", "cell": msg["id"], "error": error, "marks": marks})
+        send({"type": "done", "cell": msg["id"], "error": error, "marks": marks, "notes": list(notes)})
         state.cell = None
 
     send({"type": "hello", "token": token, "pid": os.getpid(), "version": sys.version.split()[0]})

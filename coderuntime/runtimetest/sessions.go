@@ -378,6 +378,26 @@ func sessionCases() []sessionCase {
 			assert.False(t, ex.Restarted)
 			e.ok(t, s, e.code.assign41)
 		}},
+		{"BackgroundErrorOfAnEarlierCell", func(s sessionSnippets) string { return s.lateF }, func(t *testing.T, e *sessionEnv) {
+			s := e.open(t, coderuntime.SessionConfig{})
+			gate := filepath.Join(t.TempDir(), "gate")
+			e.ok(t, s, e.code.late(gate))
+			var seen []coderuntime.BackgroundError
+			ex := e.run(t, s, e.code.lateWait(gate), coderuntime.Callbacks{
+				BackgroundError: func(be coderuntime.BackgroundError) { seen = append(seen, be) },
+			})
+			require.Nil(t, ex.Error, "an error of code an earlier cell left running is not the running cell's: %+v", ex.Error)
+			assert.Equal(t, "7", mainText(t, ex), "the running cell keeps its result")
+			assert.Empty(t, ex.Stderr.Tail, "the error is reported apart, not printed")
+			require.Len(t, ex.BackgroundErrors, 1, "the background error is reported with the cell running")
+			be := ex.BackgroundErrors[0]
+			assert.Equal(t, 1, be.Cell, "it names the cell whose code raised it")
+			assert.Equal(t, "late", be.Value)
+			assert.Contains(t, be.Traceback, "<cell-1>")
+			assert.Equal(t, ex.BackgroundErrors, seen, "the callback got it")
+			ex = e.ok(t, s, e.code.statement)
+			assert.Empty(t, ex.BackgroundErrors, "reported once")
+		}},
 		{"SecretsAbsent", func(s sessionSnippets) string { return s.env }, func(t *testing.T, e *sessionEnv) {
 			s := e.open(t, coderuntime.SessionConfig{Env: []string{plainVar + "=given"}})
 			ex := e.ok(t, s, e.code.env)

@@ -36,6 +36,8 @@ type sessionSnippets struct {
 	rejected   string // a promise rejected with Error("no") that nothing handles
 	env        string // prints the environment, NAME=VALUE per line
 	incr       string // n = n + 1 (n starts at 0), n as the trailing expression
+	lateF      string // leaves code running that raises Error/ValueError "late" once the file exists
+	lateWaitF  string // creates the file, waits until lateF's code has raised, then 7 as a trailing expression
 }
 
 func quote(s string) string {
@@ -47,6 +49,8 @@ func (s sessionSnippets) firstWait(path string) string { return fmt.Sprintf(s.fi
 func (s sessionSnippets) ready(path string) string     { return fmt.Sprintf(s.readyF, quote(path)) }
 func (s sessionSnippets) block(path string) string     { return fmt.Sprintf(s.blockF, quote(path)) }
 func (s sessionSnippets) chdir(path string) string     { return fmt.Sprintf(s.chdirF, quote(path)) }
+func (s sessionSnippets) late(path string) string      { return fmt.Sprintf(s.lateF, quote(path)) }
+func (s sessionSnippets) lateWait(path string) string  { return fmt.Sprintf(s.lateWaitF, quote(path)) }
 
 func sessionSnippetsFor(l coderuntime.Language) (sessionSnippets, bool) {
 	switch l {
@@ -101,6 +105,15 @@ sys.stdout.write("END\n")
 		q2:       "q * 2\n",
 		env:      "import os\nfor k, v in os.environ.items():\n    print(k + '=' + v)\n",
 		incr:     "n = globals().get('n', 0) + 1\nn\n",
+		lateF: `import os, threading, time
+def late():
+    while not os.path.exists(%s):
+        time.sleep(0.01)
+    raise ValueError("late")
+late_thread = threading.Thread(target=late)
+late_thread.start()
+`,
+		lateWaitF: "open(%s, 'w').close()\nlate_thread.join()\n7\n",
 	}
 }
 
@@ -143,5 +156,8 @@ process.stdout.write('END\n');
 		rejected: "Promise.reject(new Error('no'));\n",
 		env:      "for (const [k, v] of Object.entries(process.env)) console.log(k + '=' + v);\n",
 		incr:     "var n = (typeof n === 'undefined' ? 0 : n) + 1;\nn\n",
+		lateF:    "const lateTimer = setInterval(() => { if (require('fs').existsSync(%s)) { clearInterval(lateTimer); throw new Error('late'); } }, 5);\n",
+		lateWaitF: "require('fs').writeFileSync(%s, '');\n" +
+			"await new Promise((resolve) => process.once('uncaughtExceptionMonitor', () => setImmediate(resolve)));\n7\n",
 	}
 }
