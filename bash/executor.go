@@ -77,7 +77,7 @@ func New(cfg Config) (*Executor, error) {
 		return nil, &ConfigError{Key: "cwd", Field: "Cwd", Err: fmt.Errorf("%s is not a directory", c.Cwd)}
 	}
 	if c.Service != nil {
-		if err := modelenv.CheckOpen(context.Background(), c.Service); err != nil {
+		if err := c.Service.Err(); errors.Is(err, subprocess.ErrClosed) {
 			return nil, &Error{Op: "new", Kind: ErrClosed, Err: err, Hint: "Config.Service was closed; pass an open Service"}
 		}
 	}

@@ -64,7 +64,7 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 			return nil, &Error{Op: op, ID: id, Err: err}
 		}
 		s.svc, s.ownSvc = svc, true
-	} else if err := modelenv.CheckOpen(ctx, s.svc); err != nil {
+	} else if err := s.svc.Err(); errors.Is(err, subprocess.ErrClosed) {
 		// Before the runtime root, which Close removed, is looked at.
 		return fail(&Error{Op: op, ID: id, Kind: ErrClosed, Err: err, Hint: "Config.Service was closed; pass an open Service"})
 	}

@@ -282,6 +282,22 @@ func (s *Service) valid(op string) error {
 	return nil
 }
 
+// Err returns nil while the Service is open: an error wrapping ErrClosed once Close or
+// Shutdown has begun, and one wrapping ErrInvalid for a Service not made by New. An adapter
+// given a caller's Service asks it before anything else, so that a closed one is reported as
+// closed rather than by what fails later.
+func (s *Service) Err() error {
+	if err := s.valid("check"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &Error{Op: "check", Kind: ErrClosed, Hint: "the Service was closed; make a new one with subprocess.New"}
+	}
+	return nil
+}
+
 // Cwd is the host's working directory when the Service was created; the default Dir of a Spec.
 func (s *Service) Cwd() string {
 	if s.valid("cwd") != nil {

@@ -20,6 +20,5 @@
 // Service gets them set empty (EmptyStartup), so every command starts the same.
 //
 // NewService makes the default Service of an adapter whose caller gives none, the same way
-// for every adapter; CheckOpen tells whether a caller's Service is still open before an
-// adapter relies on it.
+// for every adapter (a caller's Service says whether it is still open: Service.Err).
 package modelenv

@@ -1,10 +1,7 @@
 package modelenv
 
 import (
-	"context"
-	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -88,27 +85,4 @@ func ServiceConfig(cfg subprocess.Config) subprocess.Config {
 // subprocess.New(ServiceConfig(cfg)). The adapter owns it and closes it.
 func NewService(cfg subprocess.Config) (*subprocess.Service, error) {
 	return subprocess.New(ServiceConfig(cfg))
-}
-
-// CheckOpen returns an error wrapping subprocess.ErrClosed when svc has been closed, and nil
-// otherwise, without starting anything and before anything touches the Service's runtime
-// root (which Close removes). It asks the Service to admit a spawn whose working directory
-// does not exist: a closed Service refuses it as closed, an open one as not found, before
-// any process exists. Other refusals (a Service at its MaxLive, a platform without
-// processes) say nothing of closing and give nil.
-func CheckOpen(ctx context.Context, svc *subprocess.Service) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	h, err := svc.Spawn(ctx, subprocess.Spec{
-		Path: "modelenv-open-check",
-		Dir:  filepath.Join(svc.RuntimeRoot(), "modelenv-open-check-no-such-directory"),
-	})
-	if h != nil { // cannot happen: the directory never exists
-		h.Close()
-	}
-	if errors.Is(err, subprocess.ErrClosed) {
-		return err
-	}
-	return nil
 }

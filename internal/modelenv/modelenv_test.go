@@ -1,7 +1,6 @@
 package modelenv_test
 
 import (
-	"context"
 	"os"
 	"slices"
 	"strings"
@@ -59,14 +58,10 @@ func TestStartup(t *testing.T) {
 	assert.Equal(t, modelenv.WithoutStartup(os.Environ()), sc.Env)
 }
 
-func TestNewServiceAndCheckOpen(t *testing.T) {
+func TestNewService(t *testing.T) {
 	svc, err := modelenv.NewService(subprocess.Config{Env: []string{"PATH=/usr/bin:/bin", "BASH_ENV=/x"}, TempDir: t.TempDir()})
 	require.NoError(t, err)
 	assert.Contains(t, svc.Env(), "PATH=/usr/bin:/bin")
 	assert.NotContains(t, names(svc.Env()), "BASH_ENV")
-	require.NoError(t, modelenv.CheckOpen(context.Background(), svc))
 	require.NoError(t, svc.Close())
-	err = modelenv.CheckOpen(context.Background(), svc)
-	require.ErrorIs(t, err, subprocess.ErrClosed)
-	assert.NotContains(t, err.Error(), "no such file", "the closed Service is said as such")
 }
