@@ -45,13 +45,28 @@
 //     main result; display(obj) (or display(bundle, raw=True) in python3, display(bundle,
 //     {raw: true}) and display.html(...), .png(...) in node) gives more. python3 honours the
 //     IPython display protocol (_repr_html_, _repr_png_, ..., _repr_mimebundle_), IPython's
-//     own display() when the code imports IPython, and matplotlib: the driver's backend
-//     (MPLBACKEND, unless the environment names another) returns every figure as image/png
-//     at plt.show() and at the end of the cell. Nothing of it is imported unless the code does.
+//     own display() when the code imports IPython, and matplotlib: plt.show() and the end of
+//     the cell return every open figure as image/png (and close it), whatever the backend:
+//     the driver's (MPLBACKEND, unless the environment names another), Agg or another the
+//     code chose; a GUI backend that cannot open here gives way to the driver's. What cannot
+//     be shown (a figure that fails to render, a GUI backend replaced) is said in the
+//     Execution's Notes, with what to do. Nothing of it is imported unless the code does.
 //   - Error is the exception that ended the cell, with a traceback naming the cell
 //     (<cell-N>, as counted by ExecutionCount) and the code's own frames only, private
 //     paths relative. Top-level await works in both languages; in node, what an awaiting
 //     cell declares outlives it (node's own REPL rewrite, with --expose-internals).
+//   - BackgroundErrors are the uncaught exceptions of code a cell left running, reported
+//     with the cell that runs when they are raised (or the next one), each naming the cell
+//     whose code started it; that cell keeps its own Error, result and output. In node, every
+//     async resource (timer, immediate, tick, promise, socket, ...) is tagged through
+//     async_hooks, as it is created, with the count of the cell whose code created it (what
+//     a callback schedules takes the callback's tag): an exception a callback throws, or an
+//     unhandled rejection (by its promise's tag), is the running cell's Error when the tag is
+//     that cell's (or there is none), and a background error of the tagged cell otherwise. So
+//     a timer of cell 1 that throws while cell 2 runs is cell 1's, and never takes cell 2's
+//     result. In python3, an exception that ends a thread (threading.excepthook) never ends
+//     a cell: it is a background error of the cell that started the thread (or started the
+//     thread that started it), the running one included; SystemExit ends a thread quietly.
 //   - Stdout and Stderr stay the code's own file descriptors, collected by the Service with a
 //     bounded tail; after each cell the driver writes an end marker (a nonce the code does not
 //     know) to both, which the session cuts out, so each Execution holds its own cell's output.

@@ -82,10 +82,6 @@ func TestSessionMatplotlibFigure(t *testing.T) {
 	mark := marked(t)
 	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3})
 
-	isPNG := func(r coderuntime.CellResult) bool {
-		data, err := base64.StdEncoding.DecodeString(r.MIME["image/png"])
-		return err == nil && strings.HasPrefix(string(data), "\x89PNG\r\n\x1a\n")
-	}
 	// A figure left open comes back at the end of the cell, after the main result.
 	ex := okCell(t, s, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [2, 4, 1])\nplt.title('t')\n")
 	require.Len(t, ex.Results, 2, "%+v", ex.Results)
@@ -106,6 +102,77 @@ func TestSessionMatplotlibFigure(t *testing.T) {
 	ex = okCell(t, s, "fig, ax = plt.subplots()\nax.bar([1, 2], [3, 4])\nfig\n")
 	require.Len(t, ex.Results, 1)
 	assert.True(t, ex.Results[0].Main)
+	assert.True(t, isPNG(ex.Results[0]))
+}
+
+// isPNG reports whether r holds a PNG image.
+func isPNG(r coderuntime.CellResult) bool {
+	data, err := base64.StdEncoding.DecodeString(r.MIME["image/png"])
+	return err == nil && strings.HasPrefix(string(data), "\x89PNG\r\n\x1a\n")
+}
+
+func TestSessionMatplotlibAnyBackend(t *testing.T) {
+	py := matplotlibPython()
+	if py == "" {
+		t.Skip("no python3 here imports matplotlib: make deps installs python3-matplotlib")
+	}
+	rt := newRuntime(t, coderuntime.Config{Interpreters: map[coderuntime.Language]string{coderuntime.Python3: py}})
+	mark := marked(t)
+	// No display, whatever the host has: a GUI backend cannot open.
+	s := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3, Env: []string{"DISPLAY=", "WAYLAND_DISPLAY="}})
+
+	// Agg, chosen by the code: plt.show() still gives the figure.
+	ex := okCell(t, s, "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\nprint('after show')\n")
+	require.Len(t, ex.Results, 1, "%+v", ex.Results)
+	assert.True(t, isPNG(ex.Results[0]), "plt.show() under Agg gives the figure as image/png")
+	assert.Equal(t, "after show\n", ex.Stdout.Tail)
+	assert.Empty(t, ex.Stderr.Tail)
+	assert.Empty(t, ex.Notes)
+	ex = okCell(t, s, "plt.get_backend().lower()\n")
+	assert.Equal(t, "'agg'", mainResult(t, ex).MIME["text/plain"], "the code's backend stays")
+
+	// A figure left open at the end of the cell, under Agg too.
+	ex = okCell(t, s, "plt.plot([3, 1]);\n")
+	require.Len(t, ex.Results, 1)
+	assert.True(t, isPNG(ex.Results[0]))
+
+	// A GUI backend that cannot open here gives way to the session's, and the cell says so.
+	ex = okCell(t, s, "matplotlib.use('TkAgg')\nplt.plot([1, 3])\nplt.show()\n")
+	require.Len(t, ex.Results, 1, "%+v", ex.Results)
+	assert.True(t, isPNG(ex.Results[0]))
+	require.Len(t, ex.Notes, 1)
+	assert.Contains(t, ex.Notes[0], "'TkAgg' cannot open here")
+	assert.Contains(t, ex.Notes[0], "image/png results")
+
+	// A figure that cannot be rendered: no result, and a note saying why and what to do.
+	ex = okCell(t, s, `import matplotlib.artist
+class Broken(matplotlib.artist.Artist):
+    def draw(self, renderer):
+        raise RuntimeError("cannot draw this")
+fig = plt.figure()
+fig.add_artist(Broken())
+plt.show()
+`)
+	assert.Empty(t, ex.Results)
+	require.Len(t, ex.Notes, 1)
+	assert.Contains(t, ex.Notes[0], "could not be rendered as PNG")
+	assert.Contains(t, ex.Notes[0], "RuntimeError: cannot draw this")
+	assert.Contains(t, ex.Notes[0], "display(fig)")
+	ex = okCell(t, s, "1\n")
+	assert.Empty(t, ex.Notes, "notes are the cell's")
+
+	// A GUI backend chosen before pyplot is imported, in a fresh interpreter.
+	require.NoError(t, s.Restart(ctxT(t, time.Minute)))
+	ex = okCell(t, s, "import matplotlib\nmatplotlib.use('QtAgg')\nimport matplotlib.pyplot as plt\nplt.plot([2, 2])\nplt.show()\n")
+	require.Len(t, ex.Results, 1, "%+v", ex.Results)
+	assert.True(t, isPNG(ex.Results[0]))
+	require.Len(t, ex.Notes, 1)
+	assert.Contains(t, ex.Notes[0], "'QtAgg' cannot open here")
+
+	// A backend named in the session's environment.
+	s2 := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3, Env: []string{"MPLBACKEND=agg"}})
+	ex = okCell(t, s2, "import matplotlib.pyplot as plt\nplt.plot([1, 2]);\nplt.show()\n")
+	require.Len(t, ex.Results, 1, "%+v", ex.Results)
 	assert.True(t, isPNG(ex.Results[0]))
 }
 

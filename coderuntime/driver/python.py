@@ -222,7 +222,7 @@ def _subkit_session():
         except Exception:
             num = ""
         note("matplotlib figure%s could not be rendered as PNG, so it is not among the results: %s: %s. "
-             "Fix what the message names and show the figure again (display(fig) or plt.show())."
+             "Fix what the message names, then show the figure with display(fig)."
              % (num, type(exc).__name__, exc))
 
     def is_figure(obj):
