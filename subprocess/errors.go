@@ -5,9 +5,10 @@ import (
 	"errors"
 
 	"github.com/subkit/subkit/internal/errtext"
+	"github.com/subkit/subkit/procinspect"
 )
 
-// Sentinel kinds. Every error the Service, a Handle or a Terminal returns is an *Error that says
+// Sentinel kinds. Every error the Service or a Handle returns is an *Error that says
 // what was being done (test with errors.As) and wraps one of these (test with errors.Is), or,
 // when a context ended the operation, the context's error.
 var (
@@ -40,6 +41,11 @@ type Error struct {
 	Kind error  // one of the sentinel errors above, or nil
 	Err  error  // the underlying cause, or nil
 	Hint string // what the caller can do about it, when there is something to say
+	// Survivors are the processes a Terminate could not end, by exact identity, when it knows
+	// them: a terminal's cleanup (Spec.TTY) names each process it recorded and found alive
+	// after SIGKILL (the program itself while it has not exited). The error's kind is then
+	// ErrSystem. Nil otherwise.
+	Survivors []procinspect.Identity
 }
 
 func (e *Error) Error() string {

@@ -65,6 +65,7 @@ type Handle struct {
 	pumpsDone      chan struct{}   // closed when every pump has returned
 	feed           *feeder         // the stdin copy (InputBytes, InputReader), or nil
 	feedW          *os.File        // the pipe it writes to
+	tty            *ttyState       // the terminal (Spec.TTY), or nil
 
 	leaderDone chan struct{} // closed once the leader has exited
 	settledCh  chan struct{} // closed once result is final
@@ -113,7 +114,7 @@ func (h *Handle) Argv() []string {
 }
 
 // Stdin is the write end of the child's stdin when Spec.Stdin is InputPipe, else nil. Close
-// it to send end-of-file.
+// it to send end-of-file. A program on a terminal (Spec.TTY) reads what Write types.
 func (h *Handle) Stdin() io.WriteCloser {
 	if h.valid("stdin") != nil {
 		return nil
@@ -231,8 +232,18 @@ func (h *Handle) Signal(sig os.Signal) error {
 // reading the collected streams (what the pipes hold is still read), so the Handle lets go of
 // them. It returns once all of them are gone, or with ctx's error (the escalation still runs
 // to its end in the background). Concurrent calls share one escalation; a call after a
-// successful one returns at once. It reports a tree still present well after SIGKILL
-// (wrapping ending.ErrStillPresent).
+// successful one returns at once. A tree still present well after SIGKILL is an error of
+// kind ErrSystem.
+//
+// A program on a terminal (Spec.TTY) leads a session, whose members need not stay in its
+// group, so its tree is taken by exact identity (pid and start time) instead: the program's
+// descendants, its session's members, every process Foreground saw and, on Linux, those
+// carrying the tree's cookie. The program is asked to stop with SIGHUP too, which an
+// interactive shell obeys. Once the program is gone its session is recorded again, for
+// members that re-parented, which are ended the same way. Nothing is signalled whose start
+// time differs from what was recorded. The error names what survived SIGKILL in
+// Error.Survivors (joined with the failure of a signal or a look at the process table, if
+// any).
 func (h *Handle) Terminate(ctx context.Context) error {
 	if err := h.valid("terminate"); err != nil {
 		return err
@@ -248,6 +259,9 @@ func (h *Handle) Terminate(ctx context.Context) error {
 // gone (a read of the process table each time), and then those that escapees started while
 // they were being ended; Service.Close goes without, and sweeps once for all its trees.
 func (h *Handle) escalate(sweep bool) error {
+	if h.tty != nil {
+		return h.endTTY()
+	}
 	if err := h.svc.ending(h.grace).End(context.Background(), treeTarget{h, sweep}); err != nil {
 		return &Error{Op: "terminate", Name: h.argv[0], Err: err}
 	}
@@ -318,6 +332,11 @@ func (h *Handle) Members(ctx context.Context) ([]procinspect.Proc, error) {
 // cursor: any number of readers may read from any offset, before and after settlement. After
 // settlement a stream that daemons still hold keeps growing (Result.PipesHeld) until they close
 // it or Terminate or Close ends them: the Result is the snapshot, ReadOutput the stream.
+//
+// A terminal's output (Spec.TTY) is the Stdout stream, read as UTF-8 text: a read never
+// starts inside a character (the rest of one it would begin in is skipped and counted as
+// Dropped) and ends on a character boundary too, so its Next is always one; a max below
+// utf8.UTFMax is taken as utf8.UTFMax, so a read can always return a whole character.
 func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 	if err := h.valid("read output"); err != nil {
 		return Delta{}, err
@@ -329,7 +348,23 @@ func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 	if c == nil {
 		return Delta{}, invalid("read output", s.String(), "the stream's disposition is not Collect")
 	}
+	if h.tty != nil {
+		return readText(c, from, max)
+	}
 	return c.read(from, max)
+}
+
+// Sandbox says which backend confined the tree and what it could not enforce (what the
+// Result's Sandbox will say, before the result settles); nil for a tree that runs
+// unconfined.
+func (h *Handle) Sandbox() *sandbox.Report {
+	if h.valid("sandbox") != nil {
+		return nil
+	}
+	if isClosed(h.settledCh) { // with the allow-list's refusals, once the program has ended
+		return h.result.Sandbox
+	}
+	return h.sandbox
 }
 
 // Updated returns a channel that is closed when stream s receives bytes after the call, or
@@ -351,7 +386,11 @@ func (h *Handle) Close() error {
 		return err
 	}
 	h.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), h.grace+ending.KillWait+h.drain)
+		bound := h.grace + ending.KillWait + h.drain
+		if h.tty != nil { // a terminal's cleanup has a second round within the grace
+			bound = max(bound, 2*h.grace+ending.KillWait)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
 		h.closeErr = h.end(ctx, true)
 		select {
@@ -479,10 +518,11 @@ func (h *Handle) ended() <-chan struct{} { return h.endedCh }
 
 // end terminates the tree if anything of it is alive (with the sweeps of Terminate, unless
 // sweep is false), and stops reading its output. A tree already gone is not swept for
-// escaped processes here: Terminate and Service.Close do that.
+// escaped processes here: Terminate and Service.Close do that. A terminal's cleanup always
+// runs (once successfully): what is left of its session may have left the group.
 func (h *Handle) end(ctx context.Context, sweep bool) error {
 	var err error
-	if !isClosed(h.leaderDone) || h.tree.alive() {
+	if h.tty != nil || !isClosed(h.leaderDone) || h.tree.alive() {
 		err = h.term.run(ctx, func() error { return h.escalate(sweep) }, "terminate", h.argv[0])
 	}
 	h.cutPumps()

@@ -22,7 +22,8 @@ import (
 // Errors wrap ErrInvalid (bad spec; the message names the field), ErrNotFound (no such
 // program or directory; the message names the PATH searched), ErrPermission (not
 // executable), ErrLimit (Config.MaxLive reached, or the system is out of descriptors,
-// processes or memory, or the arguments are too large), ErrClosed, or ErrUnsupported.
+// processes or memory, or the arguments are too large), ErrClosed, or ErrUnsupported (no
+// process trees, or no terminals for Spec.TTY, on this platform).
 func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	if err := s.valid("spawn"); err != nil {
 		return nil, err
@@ -38,6 +39,10 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 	}
 	if capSpawn == levelUnsupported {
 		return nil, &Error{Op: "spawn", Name: spec.Path, Kind: ErrUnsupported, Err: errors.New("no process-tree backend for " + platformName)}
+	}
+	if spec.TTY != nil && capTerminals == levelUnsupported {
+		return nil, &Error{Op: "spawn", Name: spec.Path, Kind: ErrUnsupported, Err: errors.New("no terminals on " + platformName),
+			Hint: "run the program with pipes (leave Spec.TTY nil)"}
 	}
 	done, err := s.admit("spawn", spec.Path)
 	if err != nil {
@@ -63,30 +68,38 @@ func (s *Service) Spawn(ctx context.Context, spec Spec) (*Handle, error) {
 		pumpsDone: make(chan struct{}),
 	}
 	h.spill = s.spillPlace(spec.SpillDir)
-	c, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir, false, spec.Readable)
+	c, err := s.confine("spawn", spec.Sandbox, path, h.argv, env, dir, spec.TTY != nil, spec.Readable)
 	if err != nil {
 		return nil, err
 	}
 	h.sandbox, h.proxy = c.report, c.proxy
 	cmd := &exec.Cmd{Path: c.path, Args: c.args, Dir: dir, Env: c.env}
 	s.backend.prepare(cmd)
-	c.apply(cmd)
 
-	var io stdio
-	defer io.closeChildEnds()
-	if err := io.setup(cmd, h, spec); err != nil {
-		io.closeParentEnds()
-		c.abandon(s)
-		return nil, s.startError(spec.Path, err)
+	if spec.TTY != nil {
+		if err := s.startTTY(h, cmd, c, *spec.TTY); err != nil {
+			c.abandon(s)
+			return nil, err
+		}
+		h.start = time.Now()
+	} else {
+		c.apply(cmd)
+		var io stdio
+		defer io.closeChildEnds()
+		if err := io.setup(cmd, h, spec); err != nil {
+			io.closeParentEnds()
+			c.abandon(s)
+			return nil, s.startError(spec.Path, err)
+		}
+		h.tree, h.pid, err = s.backend.start(cmd)
+		if err != nil {
+			io.closeParentEnds()
+			c.abandon(s)
+			return nil, s.startError(spec.Path, err)
+		}
+		h.start = time.Now()
+		io.closeChildEnds()
 	}
-	h.tree, h.pid, err = s.backend.start(cmd)
-	if err != nil {
-		io.closeParentEnds()
-		c.abandon(s)
-		return nil, s.startError(spec.Path, err)
-	}
-	h.start = time.Now()
-	io.closeChildEnds()
 
 	h.startPumps()
 	switch spec.Stdin.Kind {
@@ -169,7 +182,7 @@ func (h *Handle) startPumps() {
 			continue
 		}
 		go func() {
-			c.pump(h.pumpsR[i], false)
+			c.pump(h.pumpsR[i], h.tty != nil) // a terminal's output is text
 			if left.Add(-1) == 0 {
 				close(h.pumpsDone)
 			}

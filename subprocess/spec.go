@@ -14,10 +14,34 @@ import (
 const (
 	DefaultGrace     = 3 * time.Second // Terminate's SIGTERM-to-SIGKILL grace and the drain grace
 	DefaultTailBytes = 64000           // collect streams keep this many trailing bytes in memory
-	// MaxTailBytes bounds Output.TailBytes and TerminalSpec.TailBytes: a tail is what a reader
-	// needs at the end of a stream; the whole of a larger stream belongs in a spill file.
+	// MaxTailBytes bounds Output.TailBytes and TTY.TailBytes: a tail is what a reader needs at
+	// the end of a stream; the whole of a larger stream belongs in a spill file.
 	MaxTailBytes = 64 << 20
+	// DefaultCols and DefaultRows are the size of a terminal (Spec.TTY) that gives none.
+	DefaultCols = 80
+	DefaultRows = 24
 )
+
+// TTY wires a program to a terminal of its own: a pty whose other side is the program's
+// stdin, stdout and stderr and its controlling terminal, the program leading a new session
+// on it. Its zero value asks for a DefaultCols x DefaultRows terminal.
+//
+// The Handle reads the terminal as its Stdout stream, collected: ReadOutput(Stdout, ...),
+// WaitOutput and Updated(Stdout) follow it in whole-stream byte coordinates, and the text is
+// UTF-8 (a character split across reads is delivered whole, invalid bytes become U+FFFD, and
+// a read neither starts nor ends inside a character). Input is typed with Handle.Write; the
+// terminal methods (Resize, Foreground, SignalForeground) work on such a Handle only.
+// Terminate ends everything the terminal started, by exact identity (see Handle.Terminate).
+//
+// Terminals exist on POSIX systems; elsewhere Spawn fails with ErrUnsupported (see the
+// platform table in the README).
+type TTY struct {
+	// Cols and Rows are the terminal size; 0 means DefaultCols and DefaultRows. At most 65535.
+	Cols, Rows int
+	// TailBytes is how much of the terminal's output is kept in memory for ReadOutput; 0 means
+	// DefaultTailBytes. At most MaxTailBytes.
+	TailBytes int
+}
 
 // Disposition says what happens to an output stream.
 type Disposition int
@@ -136,6 +160,10 @@ type Spec struct {
 	// shared by every Spec that names the same SpillDir. It must be an absolute path. An
 	// adapter on a shared Service uses it to keep its spill files under its own retention.
 	SpillDir string
+	// TTY, when set, runs the program on a terminal of its own (see TTY) instead of the
+	// stdio above: Stdin, Stdout and Stderr must then be left zero (ErrInvalid otherwise).
+	// Grace then also bounds each round of the terminal's cleanup.
+	TTY *TTY
 	// Timeout, when > 0, bounds the whole result: when the result has not settled that long
 	// after Spawn (the leader still runs, or descendants still hold its pipes within
 	// DrainGrace), the tree is terminated and the Result says TimedOut.
@@ -194,6 +222,11 @@ func (s *Spec) check() error {
 	case s.Stdin.Kind == InputReader && s.Stdin.Reader == nil:
 		return invalid("spawn", "Stdin", "Kind is InputReader but Reader is nil")
 	}
+	if s.TTY != nil {
+		if err := s.TTY.check(s); err != nil {
+			return err
+		}
+	}
 	if err := s.Stdout.check("Stdout"); err != nil {
 		return err
 	}
@@ -201,4 +234,29 @@ func (s *Spec) check() error {
 		return err
 	}
 	return checkEnv(s.Env)
+}
+
+func (t *TTY) check(s *Spec) error {
+	in, out, errOut := s.Stdin, s.Stdout, s.Stderr
+	switch {
+	case in.Kind != InputNull || in.Data != nil || in.Reader != nil:
+		return invalid("spawn", "Stdin", "a program on a terminal (Spec.TTY) reads the terminal: leave Stdin zero and type with Handle.Write")
+	case !zeroOutput(out):
+		return invalid("spawn", "Stdout", "a program on a terminal (Spec.TTY) writes the terminal: leave Stdout zero (TTY.TailBytes sizes what is kept)")
+	case !zeroOutput(errOut):
+		return invalid("spawn", "Stderr", "a program on a terminal (Spec.TTY) writes the terminal: leave Stderr zero")
+	case t.Cols < 0 || t.Rows < 0 || t.Cols > 0xffff || t.Rows > 0xffff:
+		return invalid("spawn", "TTY", fmt.Sprintf("size %dx%d is out of range 0..65535", t.Cols, t.Rows))
+	case t.TailBytes < 0:
+		return invalid("spawn", "TTY.TailBytes", fmt.Sprintf("%d is negative; use 0 for the default", t.TailBytes))
+	case t.TailBytes > MaxTailBytes:
+		return invalid("spawn", "TTY.TailBytes", fmt.Sprintf("%d is above MaxTailBytes (%d)", t.TailBytes, MaxTailBytes))
+	}
+	return nil
+}
+
+// zeroOutput reports whether o is Output's zero value (without comparing a Tee, whose
+// dynamic type may not be comparable).
+func zeroOutput(o Output) bool {
+	return o.Disposition == Collect && o.TailBytes == 0 && o.SpillBytes == 0 && o.Tee == nil && o.TeeBuffer == 0
 }

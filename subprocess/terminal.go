@@ -2,81 +2,52 @@ package subprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
-
 	"github.com/subkit/subkit/sandbox"
 )
 
-// Default terminal size.
-const (
-	DefaultCols = 80
-	DefaultRows = 24
-)
-
-// TerminalSpec describes a program to run on a terminal of its own (a pty). The program
-// becomes a session leader with the terminal as its controlling terminal. Environment and
-// executable resolution follow the same rules as Spec.
+// TerminalSpec describes a program to run on a terminal of its own.
+//
+// Deprecated: use Spec with Spec.TTY and Service.Spawn; the program is then a *Handle.
 type TerminalSpec struct {
-	Path string   // program, resolved as Spec.Path
-	Args []string // arguments after argv[0]
-	Dir  string   // working directory; empty means the Service's Cwd
-	Env  []string // NAME=VALUE merged over the scrubbed environment
-	// Cols and Rows are the terminal size; 0 means DefaultCols x DefaultRows.
-	Cols, Rows int
-	// TailBytes is how much screen output is kept for ReadOutput; 0 means DefaultTailBytes.
-	// At most MaxTailBytes.
-	TailBytes int
-	// Grace is how long Terminate waits between asking and forcing, and how long output may
-	// drain after the program exits; 0 means DefaultGrace.
-	Grace time.Duration
-	// Sandbox confines the program as Spec.Sandbox does; nil means Config.Sandbox. The pty is
-	// opened by the Service before the program is confined, and stays usable inside.
-	Sandbox *sandbox.Policy
-	// Readable is Spec.Readable: files the confined program must read in a private place.
-	Readable []string
+	Path       string
+	Args       []string
+	Dir        string
+	Env        []string
+	Cols, Rows int // TTY.Cols and TTY.Rows
+	TailBytes  int // TTY.TailBytes
+	Grace      time.Duration
+	Sandbox    *sandbox.Policy
+	Readable   []string
 }
 
-func (s *TerminalSpec) check() error {
-	if err := checkArgs("spawn terminal", s.Args); err != nil {
-		return err
-	}
-	switch {
-	case s.Path == "":
-		return invalid("spawn terminal", "Path", "no program given")
-	case s.Cols < 0 || s.Rows < 0 || s.Cols > 0xffff || s.Rows > 0xffff:
-		return invalid("spawn terminal", "Cols/Rows", fmt.Sprintf("size %dx%d is out of range 0..65535", s.Cols, s.Rows))
-	case s.TailBytes < 0:
-		return invalid("spawn terminal", "TailBytes", fmt.Sprintf("%d is negative; use 0 for the default", s.TailBytes))
-	case s.TailBytes > MaxTailBytes:
-		return invalid("spawn terminal", "TailBytes", fmt.Sprintf("%d is above MaxTailBytes (%d)", s.TailBytes, MaxTailBytes))
-	case s.Grace < 0:
-		return invalid("spawn terminal", "Grace", fmt.Sprintf("%v is negative; use 0 for the default", s.Grace))
-	}
-	return checkEnv(s.Env)
+// spec is the Spec that runs s.
+func (s TerminalSpec) spec() Spec {
+	return Spec{Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env, Grace: s.Grace,
+		Sandbox: s.Sandbox, Readable: s.Readable,
+		TTY: &TTY{Cols: s.Cols, Rows: s.Rows, TailBytes: s.TailBytes}}
 }
 
-// TerminalResult is how the top program of a terminal ended.
+// TerminalResult is how the program of a terminal ended.
+//
+// Deprecated: a terminal is a *Handle, whose Wait returns a Result.
 type TerminalResult struct {
 	Pid      int
-	ExitCode int    // -1 when a signal ended it or the status is unknown
-	Signal   string // "SIGHUP", "SIGKILL", ... or ""
-	ExitErr  error  // why the exit status is unknown, or nil
+	ExitCode int
+	Signal   string
+	ExitErr  error
 	Duration time.Duration
 }
 
-// Foreground is the terminal's foreground process group at one moment.
-type Foreground struct {
-	Pgid int
-	// Procs are the group's live members within the tree rooted at the terminal's program,
-	// as exact identities.
-	Procs []procinspect.Proc
-}
-
 // TerminateError reports the processes a terminal's Terminate could not end.
+//
+// Deprecated: Handle.Terminate returns an *Error whose Survivors name them.
 type TerminateError struct {
 	Survivors []procinspect.Identity
 }
@@ -89,47 +60,90 @@ func (e *TerminateError) Error() string {
 	return fmt.Sprintf("subprocess: terminate terminal: %d processes survived SIGKILL: %s", len(ids), strings.Join(ids, ", "))
 }
 
-// SpawnTerminal starts spec's program on a new pty. It fails with ErrUnsupported where the
-// platform has no terminals (see docs/platform.md).
+// Terminal is a program on a terminal of its own.
+//
+// Deprecated: spawn with Spec.TTY; the program is then a *Handle with the same methods.
+type Terminal struct{ h *Handle }
+
+// SpawnTerminal starts spec's program on a new pty.
+//
+// Deprecated: use Spawn with Spec.TTY (TTY holds Cols, Rows and TailBytes).
 func (s *Service) SpawnTerminal(ctx context.Context, spec TerminalSpec) (*Terminal, error) {
-	if err := s.valid("spawn terminal"); err != nil {
-		return nil, err
-	}
-	if err := checkCtx("spawn terminal", spec.Path, ctx); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Err: err}
-	}
-	if err := spec.check(); err != nil {
-		return nil, err
-	}
-	if capTerminals == levelUnsupported {
-		return nil, &Error{Op: "spawn terminal", Name: spec.Path, Kind: ErrUnsupported,
-			Err: fmt.Errorf("no terminals on %s", platformName)}
-	}
-	done, err := s.admit("spawn terminal", spec.Path)
+	h, err := s.Spawn(ctx, spec.spec())
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	path, dir, env, err := s.locate("spawn terminal", spec.Path, spec.Dir, spec.Env)
-	if err != nil {
-		return nil, err
-	}
-	if spec.Cols == 0 {
-		spec.Cols = DefaultCols
-	}
-	if spec.Rows == 0 {
-		spec.Rows = DefaultRows
-	}
-	if spec.Grace == 0 {
-		spec.Grace = DefaultGrace
-	}
-	t, err := startTerminal(s, path, dir, env, spec)
-	if err != nil {
-		return nil, err
-	}
-	s.register(t)
-	return t, nil
+	return &Terminal{h}, nil
 }
+
+// handle is the terminal's Handle, or nil.
+func (t *Terminal) handle() *Handle {
+	if t == nil {
+		return nil
+	}
+	return t.h
+}
+
+// Pid is Handle.Pid.
+func (t *Terminal) Pid() int { return t.handle().Pid() }
+
+// Identity is Handle.Identity.
+func (t *Terminal) Identity() procinspect.Identity { return t.handle().Identity() }
+
+// Write is Handle.Write.
+func (t *Terminal) Write(p []byte) (int, error) { return t.handle().Write(p) }
+
+// ReadOutput is Handle.ReadOutput of Stdout.
+func (t *Terminal) ReadOutput(from int64, max int) (Delta, error) {
+	return t.handle().ReadOutput(Stdout, from, max)
+}
+
+// Updated is Handle.Updated of Stdout.
+func (t *Terminal) Updated() <-chan struct{} { return t.handle().Updated(Stdout) }
+
+// Sandbox is Handle.Sandbox.
+func (t *Terminal) Sandbox() *sandbox.Report { return t.handle().Sandbox() }
+
+// WaitOutput is Handle.WaitOutput of Stdout.
+func (t *Terminal) WaitOutput(ctx context.Context, from int64, max int) (Delta, error) {
+	return t.handle().WaitOutput(ctx, Stdout, from, max)
+}
+
+// Resize is Handle.Resize.
+func (t *Terminal) Resize(cols, rows int) error { return t.handle().Resize(cols, rows) }
+
+// Foreground is Handle.Foreground.
+func (t *Terminal) Foreground(ctx context.Context) (Foreground, error) {
+	return t.handle().Foreground(ctx)
+}
+
+// SignalForeground is Handle.SignalForeground.
+func (t *Terminal) SignalForeground(ctx context.Context, sig os.Signal) error {
+	return t.handle().SignalForeground(ctx, sig)
+}
+
+// Done is Handle.Done.
+func (t *Terminal) Done() <-chan struct{} { return t.handle().Done() }
+
+// Wait is Handle.Wait, its Result cut to a TerminalResult.
+func (t *Terminal) Wait(ctx context.Context) (TerminalResult, error) {
+	r, err := t.handle().Wait(ctx)
+	if err != nil {
+		return TerminalResult{}, err
+	}
+	return TerminalResult{Pid: r.Pid, ExitCode: r.ExitCode, Signal: r.Signal, ExitErr: r.ExitErr, Duration: r.Duration}, nil
+}
+
+// Terminate is Handle.Terminate; survivors are reported as a *TerminateError joined with the
+// *Error.
+func (t *Terminal) Terminate(ctx context.Context) error {
+	err := t.handle().Terminate(ctx)
+	var e *Error
+	if errors.As(err, &e) && len(e.Survivors) > 0 {
+		return errors.Join(&TerminateError{Survivors: e.Survivors}, err)
+	}
+	return err
+}
+
+// Close is Handle.Close.
+func (t *Terminal) Close() error { return t.handle().Close() }
