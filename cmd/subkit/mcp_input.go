@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,7 +100,7 @@ func argumentName(path string) string {
 	return b.String()
 }
 
-// nameList is a validator's list of names as text: ["a" "b"] and ["a","b"] are "a", "b".
+// nameList is a validator's list of names as text, sorted: ["b" "a"] and ["a","b"] are "a", "b".
 func nameList(s string) string {
 	s = strings.TrimSpace(s)
 	inner, ok := strings.CutPrefix(s, "[")
@@ -110,5 +111,6 @@ func nameList(s string) string {
 	for i, n := range names {
 		names[i] = `"` + strings.Trim(n, `"`) + `"`
 	}
+	slices.Sort(names) // the validator's order is a map's
 	return strings.Join(names, ", ")
 }
