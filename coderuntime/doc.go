@@ -70,7 +70,8 @@
 //   - Stdout and Stderr stay the code's own file descriptors, collected by the Service with a
 //     bounded tail; after each cell the driver writes an end marker (a nonce the code does not
 //     know) to both, which the session cuts out, so each Execution holds its own cell's output.
-//     Callbacks get the output, the results and the error as they come.
+//     Callbacks get the output, the results, the background errors and the error as they
+//     come.
 //   - Control messages (length-prefixed JSON) travel on a private Unix socket in the session's
 //     directory, apart from the output: a cell that floods its output never blocks them, and
 //     memory stays bounded whatever it prints.

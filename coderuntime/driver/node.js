@@ -87,20 +87,23 @@
   let lastEntered;
   const executionAsyncResource = asyncHooks.executionAsyncResource;
   const executionAsyncId = asyncHooks.executionAsyncId;
+  // An exception in a hook would end the process: the hooks never let one out.
   asyncHooks
     .createHook({
       init(asyncId, type, triggerAsyncId, resource) {
-        const n = executionAsyncResource()[CELL];
-        if (n !== undefined) {
-          try {
-            resource[CELL] = n;
-          } catch (e) {
-            // A frozen resource stays untagged.
-          }
+        try {
+          const n = executionAsyncResource()[CELL];
+          if (n !== undefined) resource[CELL] = n;
+        } catch (e) {
+          // A frozen resource stays untagged.
         }
       },
       before() {
-        lastEntered = executionAsyncResource()[CELL];
+        try {
+          lastEntered = executionAsyncResource()[CELL];
+        } catch (e) {
+          lastEntered = undefined;
+        }
       },
     })
     .enable();

@@ -53,7 +53,9 @@
 // loop that keeps the state, cancellation, a cell blocked in native code deaf to SIGINT that
 // restarts the interpreter and ends the process it started, 100 MB of output with the heap
 // bounded (sampled), Restart, the working directory across cells, an interpreter that exits,
-// top-level await, node's unhandled rejection, the scrubbed environment, concurrent Runs that
+// top-level await, node's unhandled rejection, an uncaught exception of code an earlier cell
+// left running (a node timer, a python3 thread) reported as a background error naming that
+// cell while the running cell keeps its result, the scrubbed environment, concurrent Runs that
 // take turns, Close during a cell, and bad input. Sessions must accept SessionConfig.Env (the
 // suite marks processes through it) and the Grace and budgets it sets.
 //
