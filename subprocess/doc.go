@@ -29,6 +29,15 @@
 // wins. Programs are resolved from the scrubbed PATH, never from the current directory
 // implicitly.
 //
+// A pty is one more way to wire a Spec's stdio: with Spec.TTY the program runs as session
+// leader on a terminal of its own, and is a Handle like any other, with one Result and one way
+// to read and wait. Its output is the Stdout stream, bridged to whole UTF-8 characters and
+// read by offset; Write types on the terminal; Resize, Foreground and SignalForeground act on
+// the terminal and its foreground process group. Its Terminate fences by exact identity what
+// the program started (its descendants, its session, including members that re-parented once
+// it exited, what Foreground saw, and on Linux what carries the tree's cookie), and names
+// what survived SIGKILL in Error.Survivors.
+//
 // With Config.Guard (Linux), one helper process per Service spawns every tree, adopts what
 // escapes them (it is their child subreaper), and ends all of it when this process dies without
 // Close, even by SIGKILL. The helper is this binary re-executed: call HelperMain first thing in
@@ -44,6 +53,7 @@
 // Service.Close terminates every live tree, waits for it, removes the private runtime root, and
 // reports every failure joined. Every error is an *Error that names the operation and wraps one
 // of ErrInvalid, ErrNotFound, ErrPermission, ErrLimit, ErrClosed, ErrUnsupported or ErrSystem,
-// or the context's error. No method panics on bad input: a zero or nil Handle, Service or
-// Terminal, or a nil context, gives ErrInvalid, and never blocks.
+// or the context's error. No method panics on bad input: a zero or nil Handle or Service, a
+// terminal method of a Handle without a terminal, or a nil context, gives ErrInvalid, and
+// never blocks.
 package subprocess

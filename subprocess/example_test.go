@@ -34,6 +34,35 @@ func Example() {
 	// Output: exit 3, stdout "hello\n", stderr "oops\n"
 }
 
+// A program on a terminal of its own (Spec.TTY) finds a terminal on its stdio; the Handle
+// reads what it writes there as the Stdout stream.
+func ExampleTTY() {
+	svc, err := subprocess.New(subprocess.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer svc.Close()
+
+	h, err := svc.Spawn(context.Background(), subprocess.Spec{
+		Path: "bash", Args: []string{"-c", `[ -t 0 ] && echo "a terminal of $(stty size)"`},
+		TTY:  &subprocess.TTY{Cols: 100, Rows: 40},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	res, err := h.Wait(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	d, err := h.ReadOutput(subprocess.Stdout, 0, 0)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("exit %d: %q\n", res.ExitCode, d.Data)
+	// Output: exit 0: "a terminal of 40 100\r\n"
+}
+
 // A daemon started in the background keeps the shell's stdout open; the result still settles
 // once the shell has exited and the grace has run out, and Terminate ends the daemon.
 func ExampleHandle_Terminate() {

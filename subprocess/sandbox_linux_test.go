@@ -66,9 +66,9 @@ func TestSandboxedSpawn(t *testing.T) {
 		require.NoError(t, h.Close())
 
 		// A terminal inside the sandbox.
-		term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+		term, err := svc.Spawn(context.Background(), subprocess.Spec{
 			Path: "bash", Args: []string{"--norc", "--noprofile", "-i"}, Env: []string{"PS1=$ ", "TERM=dumb"},
-			Grace: 500 * time.Millisecond})
+			Grace: 500 * time.Millisecond, TTY: &subprocess.TTY{}})
 		require.NoError(t, err)
 		require.NotNil(t, term.Sandbox())
 		_, err = term.Write([]byte("touch " + outside + "/t2 || echo denied-$((40+2))\n"))

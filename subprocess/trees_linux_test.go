@@ -293,7 +293,7 @@ func TestBadInputIsTypedAndWrapped(t *testing.T) {
 	assert.ErrorIs(t, err, subprocess.ErrInvalid)
 }
 
-// Every method of a zero or nil Handle, Service and Terminal, and every method given a nil
+// Every method of a zero or nil Handle and Service, and every method given a nil
 // context, returns an error and never panics, not even in a goroutine the kit starts: run in a
 // child process, so a crash there cannot take the test binary down.
 func TestZeroValuesNeverPanic(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-// zeroValues calls every exported method of zero and nil Handles, Services and Terminals, and
+// zeroValues calls every exported method of zero and nil Handles and Services, and
 // every context-taking method with a nil context, and checks that each one returns at once
 // with an error wrapping ErrInvalid (or a zero value). It runs in a child process of the test
 // (TestZeroValuesNeverPanic): a panic, even in a goroutine of the kit, fails it.
@@ -32,10 +32,18 @@ func zeroValues() {
 		expect(name+" Members", err)
 		_, err = h.ReadOutput(subprocess.Stdout, 0, 0)
 		expect(name+" ReadOutput", err)
+		_, err = h.WaitOutput(ctx, subprocess.Stdout, 0, 0)
+		expect(name+" WaitOutput", err)
+		_, err = h.Write([]byte("x"))
+		expect(name+" Write", err)
+		expect(name+" Resize", h.Resize(80, 24))
+		_, err = h.Foreground(ctx)
+		expect(name+" Foreground", err)
+		expect(name+" SignalForeground", h.SignalForeground(ctx, os.Interrupt))
 		expect(name+" Close", h.Close())
 		expect(name+" Close again", h.Close())
 		if h.Pid() != 0 || h.Argv() != nil || h.Stdin() != nil || h.Stdout() != nil || h.Stderr() != nil ||
-			h.SpillDir() != "" || h.Updated(subprocess.Stdout) != nil {
+			h.SpillDir() != "" || h.Updated(subprocess.Stdout) != nil || h.Sandbox() != nil || h.Identity().Pid != 0 {
 			bad = append(bad, name+": accessors not zero")
 		}
 		select {
@@ -47,8 +55,8 @@ func zeroValues() {
 	for name, s := range map[string]*subprocess.Service{"zero Service": {}, "nil Service": nil} {
 		_, err := s.Spawn(ctx, subprocess.Spec{Path: "true"})
 		expect(name+" Spawn", err)
-		_, err = s.SpawnTerminal(ctx, subprocess.TerminalSpec{Path: "true"})
-		expect(name+" SpawnTerminal", err)
+		_, err = s.Spawn(ctx, subprocess.Spec{Path: "true", TTY: &subprocess.TTY{}})
+		expect(name+" Spawn TTY", err)
 		_, err = s.ResolveExecutable("true")
 		expect(name+" ResolveExecutable", err)
 		expect(name+" Close", s.Close())
@@ -57,29 +65,6 @@ func zeroValues() {
 			bad = append(bad, name+": accessors not zero")
 		}
 	}
-	for name, term := range map[string]*subprocess.Terminal{"zero Terminal": {}, "nil Terminal": nil} {
-		_, err := term.Wait(ctx)
-		expect(name+" Wait", err)
-		_, err = term.Write([]byte("x"))
-		expect(name+" Write", err)
-		_, err = term.ReadOutput(0, 0)
-		expect(name+" ReadOutput", err)
-		expect(name+" Resize", term.Resize(80, 24))
-		_, err = term.Foreground(ctx)
-		expect(name+" Foreground", err)
-		expect(name+" SignalForeground", term.SignalForeground(ctx, os.Interrupt))
-		expect(name+" Terminate", term.Terminate(ctx))
-		expect(name+" Close", term.Close())
-		if term.Pid() != 0 || term.Updated() != nil {
-			bad = append(bad, name+": accessors not zero")
-		}
-		select {
-		case <-term.Done(): // closed already
-		default:
-			bad = append(bad, name+" Done blocks")
-		}
-	}
-
 	// A nil context given to a real Service and Handle.
 	svc, err := subprocess.New(subprocess.Config{})
 	if err != nil {
@@ -88,8 +73,8 @@ func zeroValues() {
 	}
 	_, err = svc.Spawn(nilCtx, subprocess.Spec{Path: "true"})
 	expect("Spawn(nil ctx)", err)
-	_, err = svc.SpawnTerminal(nilCtx, subprocess.TerminalSpec{Path: "true"})
-	expect("SpawnTerminal(nil ctx)", err)
+	_, err = svc.Spawn(nilCtx, subprocess.Spec{Path: "true", TTY: &subprocess.TTY{}})
+	expect("Spawn TTY(nil ctx)", err)
 	h, err := svc.Spawn(ctx, subprocess.Spec{Path: "true"})
 	if err != nil {
 		fmt.Println("spawn:", err)
@@ -101,6 +86,9 @@ func zeroValues() {
 	expect("Terminate(nil ctx)", h.Terminate(nilCtx))
 	_, err = h.Members(nilCtx)
 	expect("Members(nil ctx)", err)
+	_, err = h.Foreground(nilCtx)
+	expect("Foreground(nil ctx)", err)
+	expect("SignalForeground(nil ctx)", h.SignalForeground(nilCtx, os.Interrupt))
 	expect("Shutdown(nil ctx)", svc.Shutdown(nilCtx))
 	h.Close()
 	if err := svc.Close(); err != nil {

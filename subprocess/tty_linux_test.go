@@ -16,25 +16,26 @@ import (
 	"github.com/subkit/subkit/subprocess"
 )
 
-func interactiveBash(t *testing.T, svc *subprocess.Service) *subprocess.Terminal {
+func interactiveBash(t *testing.T, svc *subprocess.Service) *subprocess.Handle {
 	t.Helper()
-	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+	term, err := svc.Spawn(context.Background(), subprocess.Spec{
 		Path: "bash", Args: []string{"--norc", "--noprofile", "-i"},
 		Env:   []string{"PS1=$ ", "TERM=dumb"},
 		Grace: 500 * time.Millisecond,
+		TTY:   &subprocess.TTY{},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { term.Close() })
 	return term
 }
 
-// screenWait follows the terminal's output (Terminal.WaitOutput) until it contains text.
-func screenWait(t *testing.T, term *subprocess.Terminal, text string) string {
+// screenWait follows the terminal's output (WaitOutput of Stdout) until it contains text.
+func screenWait(t *testing.T, term *subprocess.Handle, text string) string {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
 	var screen strings.Builder
 	for next := int64(0); !strings.Contains(screen.String(), text); {
-		d, err := term.WaitOutput(ctx, next, 0)
+		d, err := term.WaitOutput(ctx, subprocess.Stdout, next, 0)
 		require.NoError(t, err, "waiting for %q; screen: %q", text, screen.String())
 		screen.Write(d.Data)
 		next = d.Next
@@ -107,15 +108,16 @@ func TestTerminalTerminateLeavesNothing(t *testing.T) {
 
 func TestTerminalUTF8OneByteAtATime(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
-	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
+	term, err := svc.Spawn(context.Background(), subprocess.Spec{
 		Path: "bash", Args: []string{"-c", `for b in '\360' '\237' '\230' '\200'; do printf "$b"; sleep 0.05; done; printf 'end\n'`},
+		TTY:  &subprocess.TTY{},
 	})
 	require.NoError(t, err)
 	defer term.Close()
 	ctx := ctxT(t, 30*time.Second)
 	for {
-		updated := term.Updated() // before the read, so no arrival is missed
-		d, err := term.ReadOutput(0, 0)
+		updated := term.Updated(subprocess.Stdout) // before the read, so no arrival is missed
+		d, err := term.ReadOutput(subprocess.Stdout, 0, 0)
 		require.NoError(t, err)
 		require.True(t, utf8.Valid(d.Data))
 		require.NotContains(t, string(d.Data), "\uFFFD", "a partial character was replaced")
@@ -128,7 +130,7 @@ func TestTerminalUTF8OneByteAtATime(t *testing.T) {
 			t.Fatalf("the output never ended: %q", d.Data)
 		}
 	}
-	d, err := term.ReadOutput(0, 0)
+	d, err := term.ReadOutput(subprocess.Stdout, 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "😀end\r\n", string(d.Data))
 	assert.True(t, d.Done, "EIO after the program exits ends the stream without an error")
@@ -153,12 +155,67 @@ func TestTerminalResizeAndClose(t *testing.T) {
 
 func TestTerminalSpecErrors(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
-	_, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{})
+	ctx := context.Background()
+	_, err := svc.Spawn(ctx, subprocess.Spec{TTY: &subprocess.TTY{}})
 	assert.ErrorIs(t, err, subprocess.ErrInvalid)
-	_, err = svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "bash", Cols: -1})
+	_, err = svc.Spawn(ctx, subprocess.Spec{Path: "bash", TTY: &subprocess.TTY{Cols: -1}})
 	assert.ErrorIs(t, err, subprocess.ErrInvalid)
-	_, err = svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "no-such-shell"})
+	_, err = svc.Spawn(ctx, subprocess.Spec{Path: "bash", TTY: &subprocess.TTY{TailBytes: subprocess.MaxTailBytes + 1}})
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	_, err = svc.Spawn(ctx, subprocess.Spec{Path: "no-such-shell", TTY: &subprocess.TTY{}})
 	assert.ErrorIs(t, err, subprocess.ErrNotFound)
+	// The terminal is the program's stdio: a Spec that also says how to wire stdio is refused.
+	for name, spec := range map[string]subprocess.Spec{
+		"Stdin":  {Stdin: subprocess.Input{Kind: subprocess.InputPipe}},
+		"Stdout": {Stdout: subprocess.Output{Disposition: subprocess.Pipe}},
+		"Stderr": {Stderr: subprocess.Output{TailBytes: 10}},
+	} {
+		spec.Path, spec.TTY = "bash", &subprocess.TTY{}
+		_, err = svc.Spawn(ctx, spec)
+		assert.ErrorIs(t, err, subprocess.ErrInvalid, name)
+		assert.ErrorContains(t, err, name, name)
+	}
+}
+
+// The terminal methods of a Handle without a terminal say so, and nothing else changes for it.
+func TestTerminalMethodsNeedATerminal(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	h, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "true"})
+	require.NoError(t, err)
+	defer h.Close()
+	ctx := ctxT(t, 10*time.Second)
+	_, err = h.Write([]byte("x"))
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	assert.ErrorIs(t, h.Resize(80, 24), subprocess.ErrInvalid)
+	_, err = h.Foreground(ctx)
+	assert.ErrorIs(t, err, subprocess.ErrInvalid)
+	assert.ErrorIs(t, h.SignalForeground(ctx, syscall.SIGINT), subprocess.ErrInvalid)
+	assert.Equal(t, procinspect.Identity{Pid: h.Pid()}, h.Identity())
+	assert.Nil(t, h.Sandbox())
+	_, err = h.Wait(ctx)
+	require.NoError(t, err)
+}
+
+// A terminal's Result is the common one: its output is the Stdout stream, and its identity
+// is exact.
+func TestTerminalResult(t *testing.T) {
+	svc := newService(t, subprocess.Config{})
+	term, err := svc.Spawn(context.Background(), subprocess.Spec{
+		Path: "bash", Args: []string{"-c", "printf 'hé\\n'; exit 3"}, TTY: &subprocess.TTY{Cols: 120, Rows: 50},
+	})
+	require.NoError(t, err)
+	defer term.Close()
+	id := term.Identity()
+	assert.Equal(t, term.Pid(), id.Pid)
+	assert.NotZero(t, id.Start, "a terminal records the program's start")
+	assert.Nil(t, term.Stdin(), "input is typed with Write")
+	assert.Nil(t, term.Stdout(), "output is read with ReadOutput")
+	res, err := term.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.ExitCode)
+	assert.Equal(t, term.Pid(), res.Pid)
+	assert.Equal(t, "hé\r\n", string(res.Stdout.Tail))
+	assert.Empty(t, res.Stderr.Tail)
 }
 
 // Reads capped by max never split a character, whatever the cap: the pieces put together are
@@ -166,8 +223,8 @@ func TestTerminalSpecErrors(t *testing.T) {
 func TestTerminalCappedReadsKeepCharactersWhole(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
 	text := strings.Repeat("héllo wörld ✓ 😀 ", 50)
-	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{
-		Path: "printf", Args: []string{"%s", text},
+	term, err := svc.Spawn(context.Background(), subprocess.Spec{
+		Path: "printf", Args: []string{"%s", text}, TTY: &subprocess.TTY{},
 	})
 	require.NoError(t, err)
 	defer term.Close()
@@ -177,7 +234,7 @@ func TestTerminalCappedReadsKeepCharactersWhole(t *testing.T) {
 		var got strings.Builder
 		var from int64
 		for {
-			d, err := term.ReadOutput(from, limit)
+			d, err := term.ReadOutput(subprocess.Stdout, from, limit)
 			require.NoError(t, err)
 			require.True(t, utf8.Valid(d.Data), "max %d: read at %d is not whole characters: %q", limit, from, d.Data)
 			require.LessOrEqual(t, len(d.Data), max(limit, utf8.UTFMax))
@@ -196,7 +253,7 @@ func TestTerminalCappedReadsKeepCharactersWhole(t *testing.T) {
 // Service's live set without Close.
 func TestEndedTerminalLeavesTheLiveSet(t *testing.T) {
 	svc := newService(t, subprocess.Config{MaxLive: 1})
-	term, err := svc.SpawnTerminal(context.Background(), subprocess.TerminalSpec{Path: "echo", Args: []string{"hi"}})
+	term, err := svc.Spawn(context.Background(), subprocess.Spec{Path: "echo", Args: []string{"hi"}, TTY: &subprocess.TTY{}})
 	require.NoError(t, err)
 	defer term.Close()
 	_, err = term.Wait(ctxT(t, 10*time.Second))
