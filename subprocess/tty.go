@@ -2,8 +2,10 @@ package subprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/subkit/subkit/procinspect"
@@ -22,7 +24,7 @@ func (h *Handle) noTTY(op string) error {
 	if h.tty != nil {
 		return nil
 	}
-	return &Error{Op: op, Name: h.argv[0], Kind: ErrInvalid, Err: fmt.Errorf("the Handle has no terminal"),
+	return &Error{Op: op, Name: h.argv[0], Kind: ErrInvalid, Err: errors.New("the Handle has no terminal"),
 		Hint: "spawn with Spec.TTY set to run a program on a terminal"}
 }
 
@@ -145,4 +147,17 @@ func lastRuneStart(p []byte) int {
 		}
 	}
 	return -1
+}
+
+// survivorsError is the error of a terminal's Terminate that left the processes left alive
+// after SIGKILL, joined with err, the failure of a signal or a look at the process table, if
+// any.
+func survivorsError(name string, left []procinspect.Identity, err error) *Error {
+	ids := make([]string, len(left))
+	for i, id := range left {
+		ids[i] = id.String()
+	}
+	cause := fmt.Errorf("%d processes survived SIGKILL: %s", len(left), strings.Join(ids, ", "))
+	return &Error{Op: "terminate", Name: name, Kind: ErrSystem, Err: errors.Join(cause, err), Survivors: left,
+		Hint: "a process in uninterruptible sleep ends once its I/O completes; WaitForExit tells when the tree is gone"}
 }

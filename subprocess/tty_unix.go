@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -62,6 +61,8 @@ func (s *Service) startTTY(h *Handle, cmd *exec.Cmd, c confined, t TTY) error {
 	x.shell.Pid = pid
 	if p, err := procinspect.Lookup(context.Background(), pid); err == nil {
 		x.shell = p.Identity
+	} else { // the held leader exists: a failed look is the process table's, and is said
+		s.log.Warn("the terminal program's start time is unknown; its cleanup is fenced by pid only", "pid", pid, "err", err)
 	}
 	h.tree, h.pid, h.tty = posixTree{tree}, pid, x
 	h.collectors[0] = newCollector(Stdout.String(), Output{TailBytes: t.TailBytes}, nil)
@@ -242,13 +243,7 @@ func (h *Handle) endTTY() error {
 		left = append(left, x.shell)
 	}
 	if len(left) > 0 {
-		names := make([]string, len(left))
-		for i, id := range left {
-			names[i] = id.String()
-		}
-		cause := fmt.Errorf("%d processes survived SIGKILL: %s", len(left), strings.Join(names, ", "))
-		return &Error{Op: "terminate", Name: h.argv[0], Kind: ErrSystem, Err: errors.Join(cause, err), Survivors: left,
-			Hint: "a process in uninterruptible sleep ends once its I/O completes; WaitForExit tells when the program is gone"}
+		return survivorsError(h.argv[0], left, err)
 	}
 	if err != nil {
 		return &Error{Op: "terminate", Name: h.argv[0], Err: err}
