@@ -122,12 +122,12 @@ type Execution struct {
 	// callback or an unhandled rejection of this cell's code before the cell ended. What code
 	// an earlier cell left running raises is a background error, never this.
 	Error *CodeError
-	// BackgroundErrors are the uncaught exceptions that did not end this cell, reported while it
-	// ran (or, for the first, since the cell before ended): in node, those of callbacks and
-	// promises that earlier cells' code scheduled (a timer that throws, a rejection nothing
-	// handles); in python3, those that ended a thread, which never ends the cell that runs
-	// meanwhile (this one's threads included). Each says which cell's code started it. The
-	// cell keeps its own result, output and Error.
+	// BackgroundErrors are the uncaught exceptions that did not end this cell, raised while it
+	// ran or since the cell before it ended: in node, those of callbacks and promises that
+	// earlier cells' code scheduled (a timer that throws, a rejection nothing handles); in
+	// python3, those that ended a thread, which never ends the cell that runs meanwhile (this
+	// one's threads included). Each says which cell's code started it. The cell keeps its own
+	// result, output and Error.
 	BackgroundErrors []BackgroundError
 	// BackgroundErrorsDropped counts background errors left out beyond 100 per cell.
 	BackgroundErrorsDropped int

@@ -174,6 +174,19 @@ plt.show()
 	ex = okCell(t, s2, "import matplotlib.pyplot as plt\nplt.plot([1, 2]);\nplt.show()\n")
 	require.Len(t, ex.Results, 1, "%+v", ex.Results)
 	assert.True(t, isPNG(ex.Results[0]))
+
+	// A third-party backend shows the figures its way first; what it leaves open is returned.
+	lib := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(lib, "printing_backend.py"), []byte(
+		"from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas\n"+
+			"from matplotlib.backend_bases import FigureManagerBase as FigureManager\n\n\n"+
+			"def show(*args, **kwargs):\n    print('shown its way')\n"), 0o600))
+	s3 := session(t, rt, mark, coderuntime.SessionConfig{Language: coderuntime.Python3,
+		Env: []string{"MPLBACKEND=module://printing_backend", "PYTHONPATH=" + lib}})
+	ex = okCell(t, s3, "import matplotlib.pyplot as plt\nplt.plot([1, 2]);\nplt.show()\n")
+	assert.Equal(t, "shown its way\n", ex.Stdout.Tail)
+	require.Len(t, ex.Results, 1, "%+v", ex.Results)
+	assert.True(t, isPNG(ex.Results[0]))
 }
 
 func TestSessionDriverNeedsNoExtras(t *testing.T) {

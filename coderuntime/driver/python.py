@@ -373,6 +373,11 @@ def _subkit_session():
 
         def show(*args, **kwargs):
             """Shows every open figure as an image/png result of the cell, and closes it."""
+            # A third-party backend the code chose (module://...) shows them its way first; a GUI
+            # backend's show would block or give nothing here, Agg's gives nothing.
+            backend = str(module.get_backend())
+            if original is not None and backend.startswith("module://") and backend != "module://" + BACKEND:
+                original(*args, **kwargs)
             flush_figures()
 
         if original is not None:
