@@ -67,6 +67,9 @@
 //     result. In python3, an exception that ends a thread (threading.excepthook) never ends
 //     a cell: it is a background error of the cell that started the thread (or started the
 //     thread that started it), the running one included; SystemExit ends a thread quietly.
+//     A result that code of an earlier cell displays (a node callback, a python3 thread) is
+//     among the running cell's Results with FromCell naming that cell; output on stdout and
+//     stderr cannot be told apart and stays the running cell's.
 //   - Stdout and Stderr stay the code's own file descriptors, collected by the Service with a
 //     bounded tail; after each cell the driver writes an end marker (a nonce the code does not
 //     know) to both, which the session cuts out, so each Execution holds its own cell's output.

@@ -284,7 +284,7 @@ func (k *kernel) read(r *bufio.Reader) {
 func (k *kernel) dispatch(m *message) {
 	switch m.Type {
 	case "result":
-		r := CellResult{MIME: m.MIME, Main: m.Main}
+		r := CellResult{MIME: m.MIME, Main: m.Main, FromCell: max(m.Count, 0)}
 		if r.MIME == nil {
 			r.MIME = map[string]string{}
 		}

@@ -113,6 +113,8 @@ type Execution struct {
 	Stdout, Stderr Output
 	// Results are the cell's rich results, in order: display() calls, then the main result
 	// (the value of a trailing expression), then (python3) the matplotlib figures left open.
+	// What code earlier cells left running displayed meanwhile is among them, with FromCell
+	// naming its cell.
 	Results []CellResult
 	// ResultsDropped counts results left out beyond 1,000 or 64 MiB per cell.
 	ResultsDropped int
@@ -162,6 +164,10 @@ type CellResult struct {
 	MIME map[string]string `json:"mime"`
 	// Main is set for the main result, the value of the cell's trailing expression.
 	Main bool `json:"main"`
+	// FromCell is 0 for the cell's own results. It is the ExecutionCount of an earlier cell
+	// when code that cell left running displayed it (a node callback that cell's code
+	// scheduled, a python3 thread it started), reported with the cell running then or the next.
+	FromCell int `json:"from_cell,omitempty"`
 }
 
 // BackgroundError is an uncaught exception of code a cell left running (a node timer, callback

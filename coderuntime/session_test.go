@@ -388,6 +388,17 @@ func TestSessionNodeBackgroundErrors(t *testing.T) {
 	require.Len(t, ex.BackgroundErrors, 1)
 	assert.Equal(t, 8, ex.BackgroundErrors[0].Cell)
 	assert.Equal(t, "micro", ex.BackgroundErrors[0].Value)
+
+	// What a timer of cell 10 displays while cell 11 runs says it is cell 10's.
+	okCell(t, s, "const timerDone = new (require('events'))();\nsetTimeout(() => { display('from a timer'); timerDone.emit('done'); }, 100);\n")
+	ex = okCell(t, s, "display('mine');\nawait new Promise((resolve) => timerDone.once('done', resolve));\n'main'\n")
+	require.Len(t, ex.Results, 3)
+	assert.Equal(t, "'mine'", ex.Results[0].MIME["text/plain"])
+	assert.Zero(t, ex.Results[0].FromCell)
+	assert.Equal(t, "'from a timer'", ex.Results[1].MIME["text/plain"])
+	assert.Equal(t, 10, ex.Results[1].FromCell)
+	assert.True(t, ex.Results[2].Main)
+	assert.Zero(t, ex.Results[2].FromCell)
 }
 
 func TestSessionPythonThreadErrors(t *testing.T) {
@@ -460,6 +471,11 @@ t.start()
 	assert.Equal(t, "late\nnow\n", seen.String())
 	require.Len(t, ex.Results, 1)
 	assert.Equal(t, "'late result'", ex.Results[0].MIME["text/plain"])
+	assert.Equal(t, 1, ex.Results[0].FromCell, "a thread of cell 1 displayed it")
+	ex = okCell(t, s, "th = threading.Thread(target=display, args=('own',))\nth.start()\nth.join()\n2\n")
+	require.Len(t, ex.Results, 2)
+	assert.Zero(t, ex.Results[0].FromCell, "a thread of the running cell displays its own results")
+	assert.Zero(t, ex.Results[1].FromCell)
 }
 
 func TestSessionCallbackChunksWholeCharacters(t *testing.T) {

@@ -260,9 +260,14 @@
     return data;
   }
   function publish(data, main, cellID) {
-    const id = cellID || (cell ? cell.id : null);
-    if (!send({ type: 'result', cell: id, main: !!main, mime: data })) {
-      send({ type: 'result', cell: id, main: !!main, mime: { 'text/plain': '(a result too large to send)' } });
+    const msg = { type: 'result', cell: cellID || (cell ? cell.id : null), main: !!main, mime: data };
+    if (!cellID) {
+      const tag = currentTag();
+      if (tag !== undefined && (!cell || tag !== cell.count)) msg.count = tag; // an earlier cell's callback
+    }
+    if (!send(msg)) {
+      msg.mime = { 'text/plain': '(a result too large to send)' };
+      send(msg);
     }
   }
 

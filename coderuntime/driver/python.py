@@ -9,7 +9,8 @@
 # Protocol: frames of a 4-byte big-endian length and that many bytes of UTF-8 JSON.
 #   host -> driver  {"type":"execute","id","count","code","nonce"}   {"type":"probe","id"}
 #   driver -> host  {"type":"hello","token","pid","version"}
-#                   {"type":"result","cell","main","mime":{...}}     (display() and the main result)
+#                   {"type":"result","cell","main","mime":{...},"count"?}  (display() and the main
+#                    result; count: the earlier cell whose thread displayed it)
 #                   {"type":"background_error","count","error":{name,value,traceback}}
 #                   {"type":"done","cell","error":{name,value,traceback}|null,"marks":[out,err],
 #                    "notes":[...]}
@@ -278,9 +279,15 @@ def _subkit_session():
         data = {k: v for k, v in data.items() if v is not None}
         if "text/plain" not in data:
             data["text/plain"] = "<display data: %s>" % ", ".join(sorted(data))
-        if not send({"type": "result", "cell": state.cell, "main": main_result, "mime": data}):
-            send({"type": "result", "cell": state.cell, "main": main_result,
-                  "mime": {"text/plain": "(a result too large to send)"}})
+        msg = {"type": "result", "cell": state.cell, "main": main_result, "mime": data}
+        thread = threading.current_thread()
+        if thread is not main_thread:
+            origin = started_by.get(thread, 0)
+            if origin and (state.cell is None or origin != state.count):
+                msg["count"] = origin  # displayed by a thread of an earlier cell
+        if not send(msg):
+            msg["mime"] = {"text/plain": "(a result too large to send)"}
+            send(msg)
 
     shown = set()  # ids of the figures this cell displayed
 
