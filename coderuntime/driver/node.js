@@ -128,7 +128,13 @@
       if (promise) cell.rejected.add(promise);
       return;
     }
-    send({ type: 'background_error', count: tag || 0, error: codeError(err) });
+    let error;
+    try {
+      error = codeError(err);
+    } catch (e) {
+      error = { name: 'Error', value: '(an exception that could not be described)', traceback: '' };
+    }
+    send({ type: 'background_error', count: tag || 0, error });
   }
 
   process.on('SIGINT', () => {
