@@ -45,7 +45,7 @@ func ExampleTTY() {
 
 	h, err := svc.Spawn(context.Background(), subprocess.Spec{
 		Path: "bash", Args: []string{"-c", `[ -t 0 ] && echo "a terminal of $(stty size)"`},
-		TTY:  &subprocess.TTY{Cols: 100, Rows: 40},
+		TTY: &subprocess.TTY{Cols: 100, Rows: 40},
 	})
 	if err != nil {
 		panic(err)

@@ -514,8 +514,6 @@ wait:
 	close(h.endedCh)
 }
 
-func (h *Handle) ended() <-chan struct{} { return h.endedCh }
-
 // end terminates the tree if anything of it is alive (with the sweeps of Terminate, unless
 // sweep is false), and stops reading its output. A tree already gone is not swept for
 // escaped processes here: Terminate and Service.Close do that. A terminal's cleanup always

@@ -40,7 +40,7 @@ type Config struct {
 	// first time a stream needs a spill file; empty means os.TempDir(). Spill files outlive the
 	// Service: their owner removes them.
 	SpillDir string
-	// MaxLive, when > 0, bounds the trees live at once (Spawn and SpawnTerminal): a tree is
+	// MaxLive, when > 0, bounds the trees live at once (terminals included): a tree is
 	// live from Spawn until nothing of it is left, its daemons and their output included.
 	// Spawn beyond it fails at once with ErrLimit; it never queues. 0 means no limit.
 	MaxLive int
@@ -67,10 +67,10 @@ type Config struct {
 	// first thing, such as the subkit CLI); empty means this binary, when it has called
 	// HelperMain.
 	Helper string
-	// Sandbox, when set, confines every tree the Service spawns (Spec.Sandbox and
-	// TerminalSpec.Sandbox override it per tree): New probes which backend works here (see
-	// the sandbox package) and fails with ErrUnsupported, saying what is missing, when none
-	// can enforce confinement; a spawn never runs unconfined when confinement was asked for.
+	// Sandbox, when set, confines every tree the Service spawns (Spec.Sandbox overrides it
+	// per tree): New probes which backend works here (see the sandbox package) and fails
+	// with ErrUnsupported, saying what is missing, when none can enforce confinement; a spawn
+	// never runs unconfined when confinement was asked for.
 	// It needs the kit's helper executable, as Guard does: the helper confines itself and
 	// then execs the program, which keeps the pid. Result.Sandbox says how each tree was
 	// confined.
@@ -107,7 +107,7 @@ type Service struct {
 	closed   bool
 	pending  int            // spawns admitted and not yet registered
 	inflight sync.WaitGroup // spawns between the closed check and registration
-	live     map[owned]struct{}
+	live     map[*Handle]struct{}
 	closeErr error
 	closing  chan struct{} // closed when Close has finished
 }
@@ -160,7 +160,7 @@ func New(cfg Config) (*Service, error) {
 		cwd: cwd, root: root, env: scrubEnv(env, prefix, cfg.AllowEnv, be.envRules()),
 		rules: be.envRules(), paths: be.pathRules(), spill: spillPlace{parent: spill}, maxLive: cfg.MaxLive,
 		log: log, backend: be,
-		live: make(map[owned]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
+		live: make(map[*Handle]struct{}), closing: make(chan struct{}), stopWatch: make(chan struct{}),
 	}
 	s.hurry, s.hurryNow = context.WithCancel(context.Background())
 	s.sandboxPolicy = cfg.Sandbox
@@ -219,7 +219,7 @@ func (s *Service) watchGuard() {
 		}
 		s.log.Warn("the guard died; ending its trees")
 		s.mu.Lock()
-		hs := make([]owned, 0, len(s.live))
+		hs := make([]*Handle, 0, len(s.live))
 		for h := range s.live {
 			hs = append(hs, h)
 		}
@@ -345,26 +345,16 @@ func (s *Service) resolve(name string, env []string, dir string) (string, error)
 	return resolveExecutable(name, dir, path, r)
 }
 
-// owned is a tree the Service ends at Close: a Handle or a Terminal.
-type owned interface {
-	// end ends what is left of the tree (Terminate, unless nothing of it is alive; sweep says
-	// whether to sweep for what left it) and stops reading its output.
-	end(ctx context.Context, sweep bool) error
-	Pid() int
-	// ended is closed once the tree has left the live set: nothing of it is left.
-	ended() <-chan struct{}
-}
-
 // register adds o to the live set, where it stays until forget: until nothing of the tree
 // and its output is left.
-func (s *Service) register(o owned) {
+func (s *Service) register(o *Handle) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.live[o] = struct{}{}
 }
 
 // forget takes o out of the live set: nothing of it is left.
-func (s *Service) forget(o owned) {
+func (s *Service) forget(o *Handle) {
 	s.mu.Lock()
 	delete(s.live, o)
 	s.mu.Unlock()
@@ -406,7 +396,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.inflight.Wait()
 
 	s.mu.Lock()
-	hs := make([]owned, 0, len(s.live))
+	hs := make([]*Handle, 0, len(s.live))
 	for h := range s.live {
 		hs = append(hs, h)
 	}
@@ -422,7 +412,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 				return
 			}
 			select {
-			case <-h.ended():
+			case <-h.endedCh:
 			case <-ctx.Done():
 				errs[i] = fmt.Errorf("pid %d: not ended: %w", h.Pid(), ctx.Err())
 			}

@@ -110,7 +110,7 @@ func TestTerminalUTF8OneByteAtATime(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
 	term, err := svc.Spawn(context.Background(), subprocess.Spec{
 		Path: "bash", Args: []string{"-c", `for b in '\360' '\237' '\230' '\200'; do printf "$b"; sleep 0.05; done; printf 'end\n'`},
-		TTY:  &subprocess.TTY{},
+		TTY: &subprocess.TTY{},
 	})
 	require.NoError(t, err)
 	defer term.Close()
