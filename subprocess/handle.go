@@ -35,16 +35,18 @@ type Result struct {
 	// StdinErr is the error Spec.Stdin's Reader returned (not io.EOF), when the copy had
 	// ended by settlement; a child that exits without reading all of its stdin is no error.
 	StdinErr error
-	// PipesHeld is true when descendants still held a collected output pipe open after the
-	// leader exited and the drain grace (Spec.DrainGrace) ran out: the result settled without
-	// waiting for them. Their output goes on into the same tail and spill, readable with
+	// PipesHeld is true when descendants still held a collected output pipe open (for a
+	// terminal, the terminal) after the leader exited and the drain grace (Spec.DrainGrace)
+	// ran out: the result settled without waiting for them. Their output goes on into the same tail and spill, readable with
 	// ReadOutput, until they close the pipe or Terminate or Close ends them.
 	PipesHeld bool
-	Stdout    StreamResult // zero unless the stream was collected; the stream as it stood at settlement
+	Stdout    StreamResult // zero unless the stream was collected; the stream as it stood at settlement (a terminal's output is Stdout)
 	Stderr    StreamResult
 }
 
-// Handle is one spawned process tree. All methods are safe for concurrent use. Methods of a
+// Handle is one spawned process tree, with pipes or on a terminal of its own (Spec.TTY, for
+// which Write, Resize, Foreground and SignalForeground work). All methods are safe for
+// concurrent use. Methods of a
 // zero or nil Handle return an error wrapping ErrInvalid (or a zero value) and never block.
 type Handle struct {
 	svc   *Service
@@ -345,6 +347,9 @@ func (h *Handle) ReadOutput(s Stream, from int64, max int) (Delta, error) {
 		return Delta{}, invalid("read output", s.String(), "stream must be Stdout or Stderr")
 	}
 	c := h.collectors[s-1]
+	if c == nil && h.tty != nil {
+		return Delta{}, invalid("read output", s.String(), "a terminal's output is all in Stdout")
+	}
 	if c == nil {
 		return Delta{}, invalid("read output", s.String(), "the stream's disposition is not Collect")
 	}
