@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/subkit/subkit/internal/utf8bridge"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -28,10 +28,7 @@ func trimCut(tail []byte, truncated bool) []byte {
 	if !truncated {
 		return tail
 	}
-	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
-		tail = tail[1:]
-	}
-	return tail
+	return utf8bridge.TrimStart(tail)
 }
 
 // readCodeError reads the error report a prelude wrote (see openReport) from its start, or

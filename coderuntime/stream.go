@@ -2,9 +2,9 @@ package coderuntime
 
 import (
 	"bytes"
-	"unicode/utf8"
 
 	"github.com/subkit/subkit/internal/tail"
+	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // The end marker a session driver writes to stdout and stderr after each cell, before it says
@@ -134,13 +134,6 @@ func (b *streamBuf) output() Output {
 // splitUTF8 returns the longest prefix of p that does not end inside a UTF-8 character, and the
 // rest (at most utf8.UTFMax-1 bytes), which the next chunk may complete.
 func splitUTF8(p []byte) (whole, rest []byte) {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-(utf8.UTFMax-1); i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				return p[:i], p[i:]
-			}
-			break
-		}
-	}
-	return p, nil
+	n := utf8bridge.WholeLen(p)
+	return p[:n], p[n:]
 }
