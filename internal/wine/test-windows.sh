@@ -35,7 +35,6 @@ flock 9
 # skip (or build-tag) what needs a POSIX host; then the package leaves this list.
 declare -A NOT_WINDOWS_READY=(
 	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
-	[github.com/subkit/subkit/coderuntime]="TestContract finds none of python3, node and bash, and fails rather than pass empty"
 )
 
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
