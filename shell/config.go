@@ -36,7 +36,7 @@ const (
 	MaxInputBytes   = 64 << 10
 )
 
-// terminalTailBytes is how much raw terminal output the Terminal keeps for the session's
+// terminalTailBytes is how much raw terminal output the terminal's Handle keeps for the session's
 // reader: the reader drains it as it arrives, so this only needs to cover a burst.
 const terminalTailBytes = 4 << 20
 

@@ -110,7 +110,7 @@
 //     comes while it holds the foreground; the Step says waiting_for_input at its prompt,
 //     running otherwise, with its name, and Write types into it.
 //
-// Memory stays bounded whatever the output: the Terminal's buffer, the transcript ring and one
+// Memory stays bounded whatever the output: the terminal's buffer, the transcript ring and one
 // Step's head (a 50 MB flood keeps a few MiB).
 //
 // # Ownership
@@ -119,7 +119,7 @@
 // to the caller and is never closed by the session; its environment rules, guard and limits
 // apply. Without one, the session makes its own from Config.ServiceConfig and closes it at
 // Close. Close ends the shell and everything it started, jobs, nohup'd and setsid children
-// included (the Terminal's identity-fenced cleanup), releases the pty, and removes the
+// included (the terminal's identity-fenced cleanup), releases the pty, and removes the
 // session's private files.
 //
 // # Manager

@@ -106,9 +106,10 @@ func open(ctx context.Context, cfg Config, id string, clock *atomic.Uint64) (*Se
 		// so that Config.Env may still set them.
 		env = append(modelenv.EmptyStartup(), env...)
 	}
-	term, err := s.svc.SpawnTerminal(ctx, subprocess.TerminalSpec{
+	term, err := s.svc.Spawn(ctx, subprocess.Spec{
 		Path: c.Bash, Args: []string{"--noprofile", "--rcfile", rc, "--noediting", "-i"}, // $0 as given
-		Dir: c.Dir, Env: env, Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes, Grace: c.Grace,
+		Dir: c.Dir, Env: env, Grace: c.Grace,
+		TTY:      &subprocess.TTY{Cols: c.Cols, Rows: c.Rows, TailBytes: terminalTailBytes},
 		Readable: []string{dir}, // the rc and command files, in the runtime root a sandbox makes private
 	})
 	if err != nil {
@@ -172,7 +173,7 @@ func signalSuffix(sig string) string {
 }
 
 // Close ends the shell and everything it started (jobs, nohup'd and setsid children, by
-// the Terminal's identity-fenced cleanup: SIGHUP and SIGTERM, SIGKILL after Config.Grace),
+// the terminal's identity-fenced cleanup: SIGHUP and SIGTERM, SIGKILL after Config.Grace),
 // waits for them, releases the pty, removes the session's private files, and closes the
 // Service if the session made it. Calls in progress return ErrClosed. It is safe to call
 // more than once; later calls return the first one's error.
@@ -237,13 +238,13 @@ func (s *Session) shellExited() bool {
 	return s.exiting
 }
 
-// exitResult is how the shell ended: the Terminal's result once it has settled, else the
+// exitResult is how the shell ended: the terminal's result once it has settled, else the
 // status the shell said it exits with.
-func (s *Session) exitResult() (subprocess.TerminalResult, error) {
+func (s *Session) exitResult() (subprocess.Result, error) {
 	if isDone(s.term.Done()) {
 		return s.term.Wait(context.Background()) // settled: it returns at once
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return subprocess.TerminalResult{Pid: s.term.Pid(), ExitCode: s.exitStatus}, nil
+	return subprocess.Result{Pid: s.term.Pid(), ExitCode: s.exitStatus}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/subkit/subkit/subprocess"
 )
 
 // read follows the terminal's output until it ends or Close stops it.
@@ -27,7 +29,7 @@ func (s *Session) read() {
 		off := s.off
 		s.rmu.Unlock()
 		// Only a wait: what it reads is read again by catchUp, under the reader's lock.
-		if _, err := s.term.WaitOutput(ctx, off, 1); err != nil {
+		if _, err := s.term.WaitOutput(ctx, subprocess.Stdout, off, 1); err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("wait for terminal output", "err", err)
 			}
@@ -43,7 +45,7 @@ func (s *Session) catchUp() bool {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	for {
-		d, err := s.term.ReadOutput(s.off, readChunk)
+		d, err := s.term.ReadOutput(subprocess.Stdout, s.off, readChunk)
 		if err != nil {
 			s.log.Warn("read terminal", "err", err)
 			s.endOutput()

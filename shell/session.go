@@ -111,7 +111,7 @@ type Session struct {
 	svc     *subprocess.Service
 	ownSvc  bool
 	id      string
-	term    *subprocess.Terminal
+	term    *subprocess.Handle
 	bash    string
 	nonce   string
 	dir     string

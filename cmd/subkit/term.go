@@ -98,11 +98,11 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer svc.Close()
 	defer hurried(ctx, svc.Hurry)()
-	spec := subprocess.TerminalSpec{Path: fs.Arg(0), Args: fs.Args()[1:], Cols: *cols, Rows: *rows}
+	spec := subprocess.Spec{Path: fs.Arg(0), Args: fs.Args()[1:], TTY: &subprocess.TTY{Cols: *cols, Rows: *rows}}
 	if *script == "" {
 		return interactive(ctx, svc, spec, stdin, stdout, stderr)
 	}
-	term, err := svc.SpawnTerminal(ctx, spec)
+	term, err := svc.Spawn(ctx, spec)
 	if err != nil {
 		kind, code := startFailure(err)
 		return fail(kind, code, err)
@@ -132,7 +132,7 @@ func cmdTerm(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // quiet is how long the output must rest before the next scripted line is typed.
 const quiet = 150 * time.Millisecond
 
-func runScript(parent context.Context, term *subprocess.Terminal, lines []string, timeout time.Duration) termOutput {
+func runScript(parent context.Context, term *subprocess.Handle, lines []string, timeout time.Duration) termOutput {
 	ctx, cancel := parent, context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(parent, timeout)
@@ -157,7 +157,7 @@ func runScript(parent context.Context, term *subprocess.Terminal, lines []string
 	// program itself holds the foreground (a shell waiting for its next line).
 	waitQuiet := func() {
 		for {
-			updated := term.Updated()
+			updated := term.Updated(subprocess.Stdout)
 			sample()
 			select {
 			case <-updated:
@@ -195,7 +195,7 @@ func runScript(parent context.Context, term *subprocess.Terminal, lines []string
 	out.TimeoutMs = timeout.Milliseconds()
 	term.Terminate(context.Background())
 	res, _ := term.Wait(context.Background())
-	if d, err := term.ReadOutput(0, 0); err == nil {
+	if d, err := term.ReadOutput(subprocess.Stdout, 0, 0); err == nil {
 		out.Transcript = string(d.Data)
 	}
 	if res.Signal == "" {

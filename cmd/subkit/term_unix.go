@@ -17,21 +17,21 @@ import (
 )
 
 // interactive passes this terminal through to a program on a pty of its own.
-func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.TerminalSpec, stdin io.Reader, stdout, stderr io.Writer) int {
+func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.Spec, stdin io.Reader, stdout, stderr io.Writer) int {
 	in, isFile := stdin.(*os.File)
 	fd := -1
 	if isFile {
 		fd = int(in.Fd())
 	}
 	if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil && fd >= 0 {
-		if spec.Cols == 0 {
-			spec.Cols = int(ws.Col)
+		if spec.TTY.Cols == 0 {
+			spec.TTY.Cols = int(ws.Col)
 		}
-		if spec.Rows == 0 {
-			spec.Rows = int(ws.Row)
+		if spec.TTY.Rows == 0 {
+			spec.TTY.Rows = int(ws.Row)
 		}
 	}
-	term, err := svc.SpawnTerminal(ctx, spec)
+	term, err := svc.Spawn(ctx, spec)
 	if err != nil {
 		kind, code := startFailure(err)
 		return reportError(stdout, stderr, false, "term", kind, code, err)
@@ -77,8 +77,8 @@ func interactive(ctx context.Context, svc *subprocess.Service, spec subprocess.T
 	}
 	var next int64
 	for {
-		updated := term.Updated()
-		d, err := term.ReadOutput(next, 0)
+		updated := term.Updated(subprocess.Stdout)
+		d, err := term.ReadOutput(subprocess.Stdout, next, 0)
 		if err == nil {
 			stdout.Write(d.Data)
 			next = d.Next
