@@ -37,17 +37,19 @@ type Result struct {
 	StdinErr error
 	// PipesHeld is true when descendants still held a collected output pipe open (for a
 	// terminal, the terminal) after the leader exited and the drain grace (Spec.DrainGrace)
-	// ran out: the result settled without waiting for them. Their output goes on into the same tail and spill, readable with
-	// ReadOutput, until they close the pipe or Terminate or Close ends them.
+	// ran out: the result settled without waiting for them. Their output goes on into the
+	// same tail and spill, readable with ReadOutput, until they close the pipe or Terminate
+	// or Close ends them.
 	PipesHeld bool
-	Stdout    StreamResult // zero unless the stream was collected; the stream as it stood at settlement (a terminal's output is Stdout)
-	Stderr    StreamResult
+	// Stdout and Stderr are zero unless the stream was collected: the stream as it stood at
+	// settlement. A terminal's output is Stdout.
+	Stdout, Stderr StreamResult
 }
 
 // Handle is one spawned process tree, with pipes or on a terminal of its own (Spec.TTY, for
 // which Write, Resize, Foreground and SignalForeground work). All methods are safe for
-// concurrent use. Methods of a
-// zero or nil Handle return an error wrapping ErrInvalid (or a zero value) and never block.
+// concurrent use. Methods of a zero or nil Handle return an error wrapping ErrInvalid (or a
+// zero value) and never block.
 type Handle struct {
 	svc   *Service
 	argv  []string
