@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/internal/testutil"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -196,16 +197,16 @@ func TestCloseEndsEverything(t *testing.T) {
 	var fg bash.Result
 	var fgErr error
 	var wg sync.WaitGroup
-	sig := newSignals(t)
+	sig := testutil.NewSignals(t)
 	wg.Go(func() {
-		fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; echo > " + sig.path + "; sleep 1000"})
+		fg, fgErr = e.Exec(context.Background(), bash.Request{Command: "echo fg; echo > " + sig.Path + "; sleep 1000"})
 	})
 	lingering := exec(t, e, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 &"})
 	require.True(t, lingering.Lingering)
 	d, err := stubborn.WaitOutput(ctxT(t, time.Minute), bash.Offsets{}, 0)
 	require.NoError(t, err)
 	require.Equal(t, "up\n", string(d.Stdout.Data), "the stubborn process has set its trap")
-	sig.next(t) // the foreground command runs
+	sig.Next(t) // the foreground command runs
 
 	require.NoError(t, e.Close())
 	require.NoError(t, e.Close())
@@ -236,13 +237,13 @@ func TestCloseEndsEverything(t *testing.T) {
 // Calls racing Close either complete or fail with ErrClosed; nothing is left behind.
 func TestCloseRacesCalls(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{Grace: 100 * time.Millisecond, MaxBackground: 8})
-	sig := newSignals(t)
+	sig := testutil.NewSignals(t)
 	var wg sync.WaitGroup
 	for i := 0; i < 6; i++ {
 		wg.Go(func() {
 			for j := 0; j < 4; j++ {
 				if j%2 == 0 {
-					_, err := e.Exec(context.Background(), bash.Request{Command: "echo x; echo > " + sig.path + "; sleep 1000"})
+					_, err := e.Exec(context.Background(), bash.Request{Command: "echo x; echo > " + sig.Path + "; sleep 1000"})
 					if err != nil {
 						assert.ErrorIs(t, err, bash.ErrClosed)
 						return
@@ -264,7 +265,7 @@ func TestCloseRacesCalls(t *testing.T) {
 			}
 		})
 	}
-	sig.waitCount(t, 6) // every caller has a command running: Close races them all
+	sig.WaitCount(t, 6) // every caller has a command running: Close races them all
 	require.NoError(t, e.Close())
 	wg.Wait()
 	assert.Equal(t, bash.Stats{}, e.Stats())

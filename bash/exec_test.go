@@ -424,8 +424,8 @@ func TestExecInfrastructureFailures(t *testing.T) {
 // read on, not closed under it (no SIGPIPE), until Close.
 func TestExecWritingSurvivorLivesUntilClose(t *testing.T) {
 	e, _ := newExecutor(t, bash.Config{})
-	sig := newSignals(t)
-	res := exec(t, e, bash.Request{Command: "(i=0; while :; do echo tick; i=$((i+1)); echo $i > " + sig.path + "; sleep 0.1; done) & echo started"})
+	sig := testutil.NewSignals(t)
+	res := exec(t, e, bash.Request{Command: "(i=0; while :; do echo tick; i=$((i+1)); echo $i > " + sig.Path + "; sleep 0.1; done) & echo started"})
 	assert.True(t, res.PipesHeld)
 	require.True(t, res.Lingering)
 	var loop procinspect.Proc
@@ -436,7 +436,7 @@ func TestExecWritingSurvivorLivesUntilClose(t *testing.T) {
 	}
 	require.NotZero(t, loop.Pid, "the looping subshell survives: %v", res.Survivors)
 	// Five writes after the ones the result holds (a tick is written before its number).
-	sig.waitAtLeast(t, strings.Count(string(res.Stdout.Tail), "tick")+5)
+	sig.WaitAtLeast(t, strings.Count(string(res.Stdout.Tail), "tick")+5)
 	alive, err := procinspect.Alive(context.Background(), loop.Identity)
 	require.NoError(t, err)
 	assert.True(t, alive, "the survivor was not killed by a closed pipe")

@@ -359,12 +359,12 @@ func TestShellCloseDuringRun(t *testing.T) {
 	s, err := Open(ctxT(t, time.Minute), cfg)
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	sig := newSignals(t)
+	sig := testutil.NewSignals(t)
 	go func() {
-		_, err := s.Run(ctxT(t, time.Minute), "echo > "+sig.path+"; sleep 1000", 10*time.Minute)
+		_, err := s.Run(ctxT(t, time.Minute), "echo > "+sig.Path+"; sleep 1000", 10*time.Minute)
 		done <- err
 	}()
-	sig.next(t) // the command runs: Close while Run waits for it
+	sig.Next(t) // the command runs: Close while Run waits for it
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, <-done, ErrClosed)
 	_, err = s.Run(ctxT(t, time.Minute), "true", 0)
