@@ -29,7 +29,7 @@ const codeCell = "1 + 1\n"
 func BenchmarkCodeCell(b *testing.B) {
 	ctx := context.Background()
 	python := realPython(b)
-	newRuntime := func(b *testing.B) *coderuntime.SubprocessRuntime {
+	newRuntime := func(b *testing.B) *coderuntime.Runtime {
 		rt, err := coderuntime.New(coderuntime.Config{
 			Service:      newService(b, subprocess.Config{}),
 			Languages:    []coderuntime.Language{coderuntime.Python3},

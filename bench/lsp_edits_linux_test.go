@@ -118,8 +118,13 @@ func BenchmarkLSPDiskEditToDiagnostics(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
-		uri, err := c.OpenFile(ctx, "main.go")
+		path := filepath.Join(root, "main.go")
+		text, err := lsp.ReadDocument(path, 0)
 		if err != nil {
+			b.Fatal(err)
+		}
+		uri := lsp.FileURI(path)
+		if _, err := c.Open(ctx, uri, "", string(text)); err != nil {
 			b.Fatal(err)
 		}
 		if err := c.WaitReady(ctx, uri); err != nil {
