@@ -47,13 +47,21 @@ share, as in a notebook. A cell that raises stops the run unless --keep-going; -
 each cell (it is then interrupted; an interpreter deaf to the interrupt for the grace is
 restarted). With --json it prints, and exits 0 once the cells ran (130 when interrupted):
   {"language","cancelled","timeout_ms","executions":[{"execution_count","stdout":{...},
-   "stderr":{...},"results":[{"main","text","mime_types","mime":{"text/plain",...}}],"results_dropped",
-   "error":{"name","value","traceback"}(only when the cell raised),"timed_out","cancelled",
-   "interrupted","restarted","interpreter_exit":{"exit_code","signal"}(only when it ended),
-   "duration_ms"}]}
-Without it, it prints each cell's stdout and results (text/plain; other MIME types named) to
-stdout, its stderr and error to stderr, and exits 0, 1 when a cell raised, 124 when one timed
-out, 130 when interrupted. An interpreter that is not found is kind not_found, exit 127.
+   "stderr":{...},"results":[{"main","text","mime_types","mime":{"text/plain",...},"from_cell"}],
+   "results_dropped","error":{"name","value","traceback"}(only when the cell raised),
+   "background_errors":[{"cell","name","value","traceback"}],"background_errors_dropped","notes",
+   "timed_out","cancelled","interrupted","restarted",
+   "interpreter_exit":{"exit_code","signal"}(only when it ended during the cell),"duration_ms"}]}
+A result's from_cell names the earlier cell whose code left running (a node callback, a python3
+thread) displayed it (0: the cell's own); background_errors are the uncaught exceptions of such
+code, each naming the cell that started it; notes are what the session says besides the output
+(a GUI matplotlib backend replaced, a figure that could not be rendered).
+Without it, it prints each cell's stdout and results (text/plain; other MIME types named; "[from
+cell N]" before one an earlier cell's code displayed) to stdout, its stderr, error traceback,
+background errors, notes and how the interpreter ended (a signal, an exit status) to stderr, and
+exits 0, 1 when a cell raised or ended the interpreter, 124 when one timed out, 130 when
+interrupted; background errors leave the status as it is. An interpreter that is not found is
+kind not_found, exit 127.
 
 flags:
 `
@@ -335,7 +343,8 @@ func splitCells(src string) []string {
 }
 
 // printExecution prints a cell as text: its output, its results' text/plain (and the other
-// MIME types by name), its error's traceback, and what happened to it.
+// MIME types by name; a result an earlier cell's code displayed names that cell), its error's
+// traceback, the background errors and notes, and what happened to it.
 func printExecution(stdout, stderr io.Writer, ex coderuntime.Execution) {
 	io.WriteString(stdout, ex.Stdout.Tail)
 	io.WriteString(stderr, ex.Stderr.Tail)
@@ -356,21 +365,63 @@ func printExecution(stdout, stderr io.Writer, ex coderuntime.Execution) {
 			slices.Sort(others)
 			text += " [also " + strings.Join(others, ", ") + "]"
 		}
+		if r.FromCell > 0 {
+			text = fmt.Sprintf("[from cell %d] %s", r.FromCell, text)
+		}
 		fmt.Fprintln(stdout, text)
 	}
 	if ex.Error != nil {
-		tb := ex.Error.Traceback
-		if tb == "" {
-			tb = ex.Error.String()
-		}
-		io.WriteString(stderr, strings.TrimSuffix(tb, "\n")+"\n")
+		io.WriteString(stderr, tracebackText(ex.Error))
+	}
+	for _, e := range ex.BackgroundErrors {
+		fmt.Fprintf(stderr, "[subkit: %s]\n%s", backgroundErrorHead(e.Cell), tracebackText(&e.CodeError))
+	}
+	if ex.BackgroundErrorsDropped > 0 {
+		fmt.Fprintf(stderr, "[subkit: %d more background errors left out]\n", ex.BackgroundErrorsDropped)
+	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(stderr, "[subkit: note: %s]\n", n)
 	}
 	switch {
 	case ex.Restarted && ex.Interrupted:
-		fmt.Fprintf(stderr, "[subkit: cell %d did not answer its interrupt; the interpreter was restarted and its state is gone]\n", ex.ExecutionCount)
+		fmt.Fprintf(stderr, "[subkit: cell %d did not answer its interrupt; the interpreter was restarted%s and its state is gone]\n",
+			ex.ExecutionCount, interpreterExitText(ex.InterpreterExit, " after it "))
+	case ex.Restarted && ex.InterpreterExit != nil:
+		fmt.Fprintf(stderr, "[subkit: the interpreter %s during cell %d and was restarted; its state is gone]\n",
+			interpreterExitText(ex.InterpreterExit, ""), ex.ExecutionCount)
 	case ex.Restarted:
-		fmt.Fprintf(stderr, "[subkit: the interpreter ended during cell %d and was restarted; its state is gone]\n", ex.ExecutionCount)
+		fmt.Fprintf(stderr, "[subkit: the interpreter had ended since the cell before; cell %d ran in a fresh one and the earlier state is gone]\n", ex.ExecutionCount)
 	case ex.TimedOut:
 		fmt.Fprintf(stderr, "[subkit: cell %d timed out and was interrupted]\n", ex.ExecutionCount)
 	}
+}
+
+// tracebackText is e's traceback ending in a newline, or "Name: Value" when it has none.
+func tracebackText(e *coderuntime.CodeError) string {
+	tb := e.Traceback
+	if tb == "" {
+		tb = e.String()
+	}
+	return strings.TrimSuffix(tb, "\n") + "\n"
+}
+
+// backgroundErrorHead introduces a background error of the code cell left running (0: a cell
+// that cannot be named).
+func backgroundErrorHead(cell int) string {
+	if cell > 0 {
+		return fmt.Sprintf("background error: raised by code cell %d left running", cell)
+	}
+	return "background error: raised by code an earlier cell left running"
+}
+
+// interpreterExitText says how an interpreter ended ("killed by signal SIGSEGV", "exit status
+// 3"), after prefix; "" when e is nil.
+func interpreterExitText(e *coderuntime.ExitStatus, prefix string) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.Signal != "":
+		return prefix + "was killed by signal " + e.Signal
+	}
+	return fmt.Sprintf("%sexited with status %d", prefix, e.ExitCode)
 }

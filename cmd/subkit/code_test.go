@@ -234,8 +234,9 @@ func TestCodeCellsJSON(t *testing.T) {
 	assert.Equal(t, "ZeroDivisionError", third.Error.Name)
 	assert.Contains(t, third.Error.Traceback, "<cell-3>")
 	assert.Equal(t, "42", second.Results[0].Text)
-	assert.Contains(t, out, `"results":[{"main":true,"text":"42","mime_types":["text/plain"],"mime":{"text/plain":"42"}}]`)
-	assert.Contains(t, out, `"results":[],"results_dropped":0,"timed_out":false`, "results is a list, and error absent when none")
+	assert.Contains(t, out, `"results":[{"main":true,"text":"42","mime_types":["text/plain"],"mime":{"text/plain":"42"},"from_cell":0}]`)
+	assert.Contains(t, out, `"results":[],"results_dropped":0,"background_errors":[],"background_errors_dropped":0,"notes":[],"timed_out":false`,
+		"results is a list, and error absent when none")
 }
 
 func TestCodeCellsStopAtErrorOrKeepGoing(t *testing.T) {
@@ -299,4 +300,100 @@ func TestSplitCells(t *testing.T) {
 	assert.Equal(t, []string{"a = 1\n"}, splitCells("a = 1\n"), "a file without markers is one cell")
 	assert.Equal(t, []string{"a\n", "b\n", "c"}, splitCells("# %%\na\n  # %% indented\nb\n// %%\nc"))
 	assert.Empty(t, splitCells("# %% [md]\ntext\n# %%\n\n"))
+}
+
+// A cell that crashes the interpreter says how it ended, in the text and the JSON.
+func TestCodeCellsInterpreterExit(t *testing.T) {
+	needProgram(t, "python3")
+	f := cellsFile(t, "# %%\nx = 1\n# %%\nimport ctypes\nctypes.string_at(0)\n")
+	code, _, errOut := codeRun(t, "", "code", "--lang", "python3", "--cells", f)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "[subkit: the interpreter was killed by signal SIGSEGV during cell 2 and was restarted; its state is gone]")
+
+	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--cells", f, "--json")
+	require.Equal(t, 0, code)
+	o := decode[cellsOutput](t, out)
+	require.Len(t, o.Executions, 2)
+	assert.Nil(t, o.Executions[0].InterpreterExit)
+	ex := o.Executions[1]
+	assert.True(t, ex.Restarted)
+	require.NotNil(t, ex.InterpreterExit)
+	assert.Equal(t, "SIGSEGV", ex.InterpreterExit.Signal)
+	assert.Nil(t, ex.InterpreterExit.ExitCode)
+	assert.Contains(t, out, `"interpreter_exit":{"exit_code":null,"signal":"SIGSEGV"}`)
+}
+
+// nodeBackgroundCells: the first cell leaves a timer that throws; the second waits for it.
+const nodeBackgroundCells = "// %%\nglobalThis.fired = new Promise(r => setTimeout(() => { r(); throw new Error(\"late\") }, 100));\nundefined\n" +
+	"// %%\nawait fired;\nawait new Promise(r => setImmediate(r));\n'after'\n"
+
+// An error thrown by code an earlier cell left running is reported with the cell that ran
+// then, naming the cell that started it, which keeps its own result.
+func TestCodeCellsBackgroundError(t *testing.T) {
+	needProgram(t, "node")
+	code, out, errOut := codeRun(t, nodeBackgroundCells, "code", "--lang", "node", "--cells", "-")
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Out[2]: 'after'\n", out)
+	assert.Contains(t, errOut, "[subkit: background error: raised by code cell 1 left running]\nError: late\n    at ")
+
+	code, out, _ = codeRun(t, nodeBackgroundCells, "code", "--lang", "node", "--cells", "-", "--json")
+	require.Equal(t, 0, code)
+	o := decode[cellsOutput](t, out)
+	require.Len(t, o.Executions, 2)
+	assert.Empty(t, o.Executions[0].BackgroundErrors)
+	ex := o.Executions[1]
+	require.Len(t, ex.BackgroundErrors, 1, out)
+	bg := ex.BackgroundErrors[0]
+	assert.Equal(t, 1, bg.Cell)
+	assert.Equal(t, "Error", bg.Name)
+	assert.Equal(t, "late", bg.Value)
+	assert.Contains(t, bg.Traceback, "<cell-1>")
+	assert.Nil(t, ex.Error, "the running cell did not raise")
+	require.Len(t, ex.Results, 1)
+	assert.Equal(t, 0, ex.Results[0].FromCell)
+	assert.Contains(t, out, `"background_errors":[{"cell":1,"name":"Error","value":"late","traceback":`)
+	assert.Contains(t, out, `"background_errors_dropped":0,"notes":[]`)
+}
+
+// A result displayed by an earlier cell's callback names that cell.
+func TestCodeCellsFromCell(t *testing.T) {
+	needProgram(t, "node")
+	cells := "// %%\nglobalThis.shown = new Promise(r => setTimeout(() => { display.html('<i>later</i>'); r(); }, 100));\nundefined\n" +
+		"// %%\nawait shown;\nawait new Promise(r => setImmediate(r));\n"
+	code, out, errOut := codeRun(t, cells, "code", "--lang", "node", "--cells", "-")
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "[from cell 1] <display data: text/html>\n", out)
+
+	code, out, _ = codeRun(t, cells, "code", "--lang", "node", "--cells", "-", "--json")
+	require.Equal(t, 0, code)
+	o := decode[cellsOutput](t, out)
+	require.Len(t, o.Executions, 2)
+	require.Len(t, o.Executions[1].Results, 1, out)
+	assert.Equal(t, 1, o.Executions[1].Results[0].FromCell)
+	assert.False(t, o.Executions[1].Results[0].Main)
+}
+
+// needMatplotlib skips a test when python3 lacks matplotlib.
+func needMatplotlib(t *testing.T) {
+	t.Helper()
+	needProgram(t, "python3")
+	if err := exec.Command("python3", "-c", "import matplotlib").Run(); err != nil {
+		t.Skip("python3 has no matplotlib module: the session's notes about it cannot be tested")
+	}
+}
+
+// A GUI matplotlib backend is replaced, and the cell's notes say so.
+func TestCodeCellsNotes(t *testing.T) {
+	needMatplotlib(t)
+	f := cellsFile(t, "# %%\nimport matplotlib\nmatplotlib.use('TkAgg')\n")
+	code, _, errOut := codeRun(t, "", "code", "--lang", "python3", "--cells", f)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "[subkit: note: ")
+
+	code, out, _ := codeRun(t, "", "code", "--lang", "python3", "--cells", f, "--json")
+	require.Equal(t, 0, code)
+	o := decode[cellsOutput](t, out)
+	require.Len(t, o.Executions, 1)
+	require.NotEmpty(t, o.Executions[0].Notes, out)
+	assert.Contains(t, o.Executions[0].Notes[0], "TkAgg")
 }

@@ -22,9 +22,9 @@ type codeRunIn struct {
 	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default 60000; above maxTimeoutMs it is lowered to it); the whole tree is then terminated"`
 }
 
-// renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, then the
-// error and the status on bracketed lines.
-func renderCode(stdout, stderr streamOut, cerr *codeErrorOut, status string) string {
+// renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, then tail
+// (the error, the status, on bracketed lines).
+func renderCode(stdout, stderr streamOut, tail string) string {
 	var b strings.Builder
 	wrote := false
 	for _, s := range []struct {
@@ -53,11 +53,16 @@ func renderCode(stdout, stderr streamOut, cerr *codeErrorOut, status string) str
 	if !wrote {
 		b.WriteString("(no output)\n")
 	}
-	if cerr != nil {
-		fmt.Fprintf(&b, "[error: %s: %s]\n", cerr.Name, cerr.Value)
-	}
-	b.WriteString(status)
+	b.WriteString(tail)
 	return b.String()
+}
+
+// errorLine is the bracketed line naming an error, or "" for none.
+func errorLine(cerr *codeErrorOut) string {
+	if cerr == nil {
+		return ""
+	}
+	return fmt.Sprintf("[error: %s: %s]\n", cerr.Name, cerr.Value)
 }
 
 func codeStatus(exit int, signal string, timedOut, cancelled bool, timeout time.Duration) string {
@@ -246,7 +251,7 @@ func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in
 		return "", codeResult{}, codeCallError(err)
 	}
 	out := codeResultOf(res, timeout)
-	text := note + renderCode(out.Stdout, out.Stderr, out.Error, codeStatus(res.ExitCode, res.Signal, res.TimedOut, res.Cancelled, timeout))
+	text := note + renderCode(out.Stdout, out.Stderr, errorLine(out.Error)+codeStatus(res.ExitCode, res.Signal, res.TimedOut, res.Cancelled, timeout))
 	return text, out, nil
 }
 
@@ -309,26 +314,61 @@ func (w *mcpWorld) codeCellTool(ctx context.Context, req *mcp.CallToolRequest, i
 			}
 		}
 	}
-	status := ""
-	switch {
-	case errors.Is(err, coderuntime.ErrClosed):
-		status = "[the code session was closed during the cell]\n"
-	case ex.TimedOut:
-		status = fmt.Sprintf("[timed out after %v: the cell was interrupted]\n", timeout)
-	case ex.Cancelled:
-		status = "[cancelled: the cell was interrupted]\n"
-	}
-	if ex.Restarted {
-		status += "[the interpreter was restarted: the session's earlier state is gone]\n"
-	}
-	for _, r := range out.Results {
-		if r.Main {
-			status = fmt.Sprintf("Out[%d]: %s\n", ex.ExecutionCount, r.Text) + status
-		} else if r.Text != "" {
-			status = r.Text + "\n" + status
-		}
-	}
-	b.WriteString(renderCode(out.Stdout, out.Stderr, out.Error, status))
+	b.WriteString(renderCode(out.Stdout, out.Stderr, renderCell(out, timeout, errors.Is(err, coderuntime.ErrClosed))))
 	res := &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: b.String()}}, images...)}
 	return res, out, nil
+}
+
+// renderCell is what follows a cell's output in its text: its results in order (a result an
+// earlier cell's code displayed names that cell), its error with the traceback, the background
+// errors, the notes, then what happened to it.
+func renderCell(out cellResult, timeout time.Duration, closed bool) string {
+	var b strings.Builder
+	for _, r := range out.Results {
+		if r.FromCell > 0 {
+			fmt.Fprintf(&b, "[from cell %d] ", r.FromCell)
+		}
+		switch {
+		case r.Main:
+			fmt.Fprintf(&b, "Out[%d]: %s\n", out.ExecutionCount, r.Text)
+		case r.Text != "":
+			b.WriteString(r.Text + "\n")
+		}
+	}
+	if out.Error != nil {
+		b.WriteString(errorLine(out.Error))
+		if tb := strings.TrimSuffix(out.Error.Traceback, "\n"); tb != "" {
+			b.WriteString(tb + "\n")
+		}
+	}
+	for _, e := range out.BackgroundErrors {
+		fmt.Fprintf(&b, "[%s: %s: %s]\n", backgroundErrorHead(e.Cell), e.Name, e.Value)
+		if tb := strings.TrimSuffix(e.Traceback, "\n"); tb != "" {
+			b.WriteString(tb + "\n")
+		}
+	}
+	if out.BackgroundErrorsDropped > 0 {
+		fmt.Fprintf(&b, "[%d more background errors left out]\n", out.BackgroundErrorsDropped)
+	}
+	for _, n := range out.Notes {
+		fmt.Fprintf(&b, "[note: %s]\n", n)
+	}
+	switch {
+	case closed:
+		b.WriteString("[the code session was closed during the cell]\n")
+	case out.TimedOut:
+		fmt.Fprintf(&b, "[timed out after %v: the cell was interrupted]\n", timeout)
+	case out.Cancelled:
+		b.WriteString("[cancelled: the cell was interrupted]\n")
+	}
+	if out.Restarted {
+		how := ""
+		if e := out.InterpreterExit; e != nil && e.Signal != "" {
+			how = " after it was killed by signal " + e.Signal
+		} else if e != nil && e.ExitCode != nil {
+			how = fmt.Sprintf(" after it exited with status %d", *e.ExitCode)
+		}
+		fmt.Fprintf(&b, "[the interpreter was restarted%s: the session's earlier state is gone]\n", how)
+	}
+	return b.String()
 }

@@ -130,6 +130,13 @@ func codeErrorOf(e *coderuntime.CodeError) *codeErrorOut {
 	return &codeErrorOut{Name: e.Name, Value: e.Value, Traceback: e.Traceback}
 }
 
+// backgroundErrorOut is an uncaught exception of code an earlier cell left running (a node
+// timer or promise, a python3 thread), reported with the cell that ran when it was raised.
+type backgroundErrorOut struct {
+	Cell int `json:"cell" jsonschema:"the execution_count of the cell whose code started what raised it; 0 when none can be named"`
+	codeErrorOut
+}
+
 // codeResult is a snippet's run: subkit code's result, and code_run's.
 type codeResult struct {
 	Language string `json:"language"`
@@ -152,24 +159,28 @@ type cellValueOut struct {
 	Text      string            `json:"text" jsonschema:"its text/plain form"`
 	MIMETypes []string          `json:"mime_types" jsonschema:"every MIME type the result has (image/png and image/jpeg ones are sent as image content)"`
 	MIME      map[string]string `json:"mime,omitempty" jsonschema:"subkit code --cells: every MIME type's data (images base64); left out by subkit mcp, which sends images as image content"`
+	FromCell  int               `json:"from_cell" jsonschema:"0 for the cell's own result; else the execution_count of the earlier cell whose code left running displayed it (a node callback, a python3 thread)"`
 }
 
 // cellResult is one cell's run in a code session: an execution of subkit code --cells, and
 // code_session_run's result.
 type cellResult struct {
-	ID              string         `json:"id,omitempty" jsonschema:"the code session's id"`
-	ExecutionCount  int            `json:"execution_count" jsonschema:"the cell's number in its interpreter: 1 after a start or restart"`
-	Stdout          streamOut      `json:"stdout"`
-	Stderr          streamOut      `json:"stderr"`
-	Results         []cellValueOut `json:"results"`
-	ResultsDropped  int            `json:"results_dropped" jsonschema:"results left out beyond the session's bound"`
-	Error           *codeErrorOut  `json:"error,omitempty" jsonschema:"the exception the cell raised; absent when none"`
-	TimedOut        bool           `json:"timed_out"`
-	Cancelled       bool           `json:"cancelled" jsonschema:"interrupted by the caller (Ctrl-C; the client cancelled the call): the cell was interrupted"`
-	Interrupted     bool           `json:"interrupted" jsonschema:"SIGINT was sent to the interpreter during the cell"`
-	Restarted       bool           `json:"restarted" jsonschema:"the session's state is gone: the interpreter ended during the cell, or this cell ran in a fresh one"`
-	InterpreterExit *exitOut       `json:"interpreter_exit,omitempty" jsonschema:"how the interpreter ended, when it ended during the cell"`
-	DurationMs      int64          `json:"duration_ms"`
+	ID                      string               `json:"id,omitempty" jsonschema:"the code session's id"`
+	ExecutionCount          int                  `json:"execution_count" jsonschema:"the cell's number in its interpreter: 1 after a start or restart"`
+	Stdout                  streamOut            `json:"stdout"`
+	Stderr                  streamOut            `json:"stderr"`
+	Results                 []cellValueOut       `json:"results"`
+	ResultsDropped          int                  `json:"results_dropped" jsonschema:"results left out beyond the session's bound"`
+	Error                   *codeErrorOut        `json:"error,omitempty" jsonschema:"the exception the cell raised; absent when none"`
+	BackgroundErrors        []backgroundErrorOut `json:"background_errors" jsonschema:"uncaught exceptions of code earlier cells left running (node callbacks and promises, python3 threads) raised during the cell or since the one before; they did not end this cell"`
+	BackgroundErrorsDropped int                  `json:"background_errors_dropped" jsonschema:"background errors left out beyond 100 per cell"`
+	Notes                   []string             `json:"notes" jsonschema:"what the session says about the cell besides its output: a GUI matplotlib backend replaced by the session's, a figure that could not be rendered"`
+	TimedOut                bool                 `json:"timed_out"`
+	Cancelled               bool                 `json:"cancelled" jsonschema:"interrupted by the caller (Ctrl-C; the client cancelled the call): the cell was interrupted"`
+	Interrupted             bool                 `json:"interrupted" jsonschema:"SIGINT was sent to the interpreter during the cell"`
+	Restarted               bool                 `json:"restarted" jsonschema:"the session's state is gone: the interpreter ended during the cell, or this cell ran in a fresh one"`
+	InterpreterExit         *exitOut             `json:"interpreter_exit,omitempty" jsonschema:"how the interpreter ended, when it ended during the cell"`
+	DurationMs              int64                `json:"duration_ms"`
 }
 
 // cellResultOf is ex on the wire, each result's text cut to maxText bytes (0: whole) and,
@@ -177,13 +188,17 @@ type cellResult struct {
 func cellResultOf(id string, ex coderuntime.Execution, maxText int, withMIME bool) cellResult {
 	out := cellResult{ID: id, ExecutionCount: ex.ExecutionCount, Stdout: outputOf(ex.Stdout), Stderr: outputOf(ex.Stderr),
 		Results: []cellValueOut{}, ResultsDropped: ex.ResultsDropped, Error: codeErrorOf(ex.Error), TimedOut: ex.TimedOut,
-		Cancelled: ex.Cancelled, Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds()}
+		Cancelled: ex.Cancelled, Interrupted: ex.Interrupted, Restarted: ex.Restarted, DurationMs: ex.Duration.Milliseconds(),
+		BackgroundErrors: []backgroundErrorOut{}, BackgroundErrorsDropped: ex.BackgroundErrorsDropped, Notes: nonNil(ex.Notes)}
+	for _, e := range ex.BackgroundErrors {
+		out.BackgroundErrors = append(out.BackgroundErrors, backgroundErrorOut{Cell: e.Cell, codeErrorOut: *codeErrorOf(&e.CodeError)})
+	}
 	if ex.InterpreterExit != nil {
 		e := exitOf(ex.InterpreterExit.ExitCode, ex.InterpreterExit.Signal)
 		out.InterpreterExit = &e
 	}
 	for _, r := range ex.Results {
-		v := cellValueOut{Main: r.Main, Text: r.MIME["text/plain"], MIMETypes: slices.Sorted(maps.Keys(r.MIME))}
+		v := cellValueOut{Main: r.Main, Text: r.MIME["text/plain"], MIMETypes: slices.Sorted(maps.Keys(r.MIME)), FromCell: r.FromCell}
 		if maxText > 0 {
 			v.Text = capText(v.Text, maxText)
 		}

@@ -46,6 +46,8 @@ func TestWireSameForCLIAndMCP(t *testing.T) {
 		{"code", []string{"code", "--lang", "bash", "--json", "true"}, "code_run", nil, nil},
 		{"stream", []string{"bash", "--json", "true"}, "bash", []string{"stdout"}, []string{"stdout"}},
 		{"tree", []string{"tree", "--json", "1"}, "process_tree", []string{"processes"}, []string{"0"}},
+		{"cells", []string{"code", "--lang", "python3", "--json", "--cells", writeFile(t, "c.py", "1\n")}, "code_session_run", nil, []string{"executions", "0"}},
+		{"cell results", []string{"code", "--lang", "python3", "--json", "--cells", writeFile(t, "c.py", "1\n")}, "code_session_run", []string{"results"}, []string{"executions", "0", "results", "0"}},
 		{"shell", []string{"shell", "--json", "--script", writeFile(t, "s", "true\n")}, "shell_run", nil, []string{"steps", "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
