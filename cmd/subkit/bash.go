@@ -9,17 +9,20 @@ import (
 	"strings"
 
 	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/internal/modelenv"
 )
 
-const bashUsage = `usage: subkit bash [--config FILE] [--timeout DUR] [--stdout-max N] [--env NAME=VALUE]...
+// bashUsage is subkit bash's help; the environment it names is modelenv's, the bash executor's.
+var bashUsage = `usage: subkit bash [--config FILE] [--timeout DUR] [--stdout-max N] [--env NAME=VALUE]...
                    [--stdin-file F|-] [--json] 'COMMAND'
 
 Runs COMMAND with the bash executor: a fresh non-login bash -c in a process group of its own,
 with stdin from the null device (or --stdin-file), a credential-scrubbed environment that sets
-NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat GH_PAGER=cat GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true,
-and each output stream kept as a bounded tail plus a bounded spill file. On timeout or Ctrl-C
-the whole group gets SIGTERM, then SIGKILL after the grace. Processes the command leaves running
-are ended when subkit exits.
+  ` + strings.Join(modelenv.Pipes(), " ") + `
+(no colour, pager, editor or password prompt; Python's output unbuffered), and each output
+stream kept as a bounded tail plus a bounded spill file. On timeout or Ctrl-C the whole group
+gets SIGTERM, then SIGKILL after the grace. Processes the command leaves running are ended when
+subkit exits.
 
 --config reads the executor's configuration (JSON if FILE ends in .json, YAML otherwise):
   cwd, timeoutMs (120000), maxTimeoutMs (600000), maxOutputBytes (64000),

@@ -72,7 +72,7 @@ func cmdCode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		lang        = fs.String("lang", "", "language: python3, node or bash (required)")
 		timeout     = fs.Duration("timeout", coderuntime.DefaultTimeout, "terminate the run (with --cells: interrupt a cell) after this long; 0: no timeout")
 		grace       = fs.Duration("grace", subprocess.DefaultGrace, "wait between SIGTERM and SIGKILL, and for pipes to drain")
-		tailBytes   = fs.Int("tail-bytes", coderuntime.DefaultOutputBytes, "bytes of each stream kept")
+		tailBytes   = fs.Int("tail-bytes", subprocess.DefaultTailBytes, "bytes of each stream kept")
 		stdinFile   = fs.String("stdin-file", "", "file whose bytes become the code's stdin, or - for this process's stdin")
 		interpreter = fs.String("interpreter", "", "program that runs the code (default: the language's, from PATH)")
 		asJSON      = fs.Bool("json", false, "print one JSON object")
@@ -197,7 +197,7 @@ func timeoutMs(d time.Duration) int64 {
 
 // codeRuntime is the code runtime of one command, on a Service of the command's own (confined
 // by policy when it is not nil) that a second interrupt hurries; stop closes both.
-func codeRuntime(ctx context.Context, policy *sandbox.Policy) (*coderuntime.SubprocessRuntime, func(), error) {
+func codeRuntime(ctx context.Context, policy *sandbox.Policy) (*coderuntime.Runtime, func(), error) {
 	cfg := serviceConfig()
 	cfg.Sandbox = policy
 	svc, err := subprocess.New(cfg)

@@ -300,7 +300,7 @@ func cmdLsp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		c.WaitQuiet(wctx, *settle) // ended by --wait at worst; the sets are kept either way
 		for i, u := range uris {
-			if set, ok := c.LastDiagnostics(u); got[i] && ok && set.Version >= versions[i] {
+			if set, err := c.Diagnostics(session, u, 0, lsp.NoWait); got[i] && err == nil && set.Version >= versions[i] {
 				out.DiagnosticSets = append(out.DiagnosticSets, lspSet{After: after, DiagnosticSet: set, text: texts[u]})
 			}
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/internal/modelenv"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -112,7 +113,7 @@ type mcpServer struct {
 	log     *slog.Logger
 	svc     *subprocess.Service
 	execCfg bash.Config // each world's executor's, resolved
-	code    *coderuntime.SubprocessRuntime
+	code    *coderuntime.Runtime
 	cwd     string // the bash executor's: commands, shells and lsp roots start here
 
 	mu       sync.Mutex
@@ -278,9 +279,8 @@ func newMcpServer(cfg bash.Config, opts mcpOptions, log *slog.Logger) (*mcpServe
 		prefix = bash.DefaultManagedPrefix
 	}
 	sc := serviceConfig()
-	sc.Env = withoutBashStartup(os.Environ())
 	sc.ManagedPrefix, sc.AllowEnv, sc.Sandbox, sc.Logger = prefix, cfg.AllowEnv, cfg.Sandbox, log
-	svc, err := subprocess.New(sc)
+	svc, err := modelenv.NewService(sc) // the base environment without bash's startup variables
 	if err != nil {
 		return nil, err
 	}
@@ -301,15 +301,6 @@ func newMcpServer(cfg bash.Config, opts mcpOptions, log *slog.Logger) (*mcpServe
 		return nil, errors.Join(err, svc.Close())
 	}
 	return s, nil
-}
-
-// withoutBashStartup drops the variables that make a bash read a file or change its options
-// before a command (the bash executor and shell sessions drop them from Services of their own).
-func withoutBashStartup(env []string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains([]string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}, name)
-	})
 }
 
 // leave refuses new calls and starts ending every world: the clients are gone, or the server

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/internal/modelenv"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -113,8 +115,8 @@ func (s *mcpServer) addBashTools(server *mcp.Server) {
 	ceiling := mcpShare * s.execCfg.MaxBackground
 	addTool(s, server, &mcp.Tool{Name: "bash", Title: "Run a bash command",
 		Description: "Runs one bash command in the foreground and returns its output and exit status: a fresh non-login bash -c " +
-			"per call (no state survives but the file system), stdin from the null device, no pager, editor or password prompt " +
-			"(NO_COLOR=1 TERM=dumb PAGER=cat GIT_TERMINAL_PROMPT=0). Each stream keeps its last 64000 bytes; a longer stream is " +
+			"per call (no state survives but the file system), stdin from the null device, no colour, pager, editor or password " +
+			"prompt, Python's output unbuffered (" + strings.Join(modelenv.Pipes(), " ") + "). Each stream keeps its last 64000 bytes; a longer stream is " +
 			"kept whole in a file the result names. On timeout or cancellation the whole process tree is terminated. " +
 			"For stateful work (cd, exports, a REPL) use shell_open; for long-running servers use bash_start.",
 	}, (*mcpWorld).bashTool)

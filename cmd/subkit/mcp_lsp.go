@@ -221,8 +221,8 @@ func (w *mcpWorld) lspDiagnosticsTool(ctx context.Context, req *mcp.CallToolRequ
 			return "", lspDiagnosticsOut{}, lspCallError(ctx, g.argv, err)
 		}
 		for j, i := range g.files {
-			set, ok := c.LastDiagnostics(out.Files[i].URI)
-			if !ok || set.Version < versions[j] {
+			set, err := c.Diagnostics(ctx, out.Files[i].URI, 0, lsp.NoWait)
+			if err != nil || set.Version < versions[j] {
 				continue
 			}
 			f := &out.Files[i]
