@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -169,13 +168,4 @@ func PositionIn(text []byte, line, col int, enc PositionEncoding) (Position, err
 		return Position{}, fmt.Errorf("%w: column %d of line %d, which has %d bytes", ErrPosition, col, line, end-start)
 	}
 	return OffsetToPosition(text, start+col-1, enc)
-}
-
-// utf16Len is the length of s in UTF-16 units.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += max(utf16.RuneLen(r), 1)
-	}
-	return n
 }

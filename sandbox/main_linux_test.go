@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -195,5 +194,3 @@ func (w world) self(t *testing.T, mode string, args ...string) Program {
 	p.Env = append(p.Env, modeVar+"="+mode)
 	return p
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

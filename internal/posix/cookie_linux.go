@@ -16,8 +16,6 @@ import (
 	"github.com/subkit/subkit/procinspect"
 )
 
-const canReadEnviron = true
-
 // census is what c's Finds share (the Table's): the start token and kernel-thread flag of the
 // processes of this user seen so far, so that a Find reads the stat file only of processes no
 // earlier Find has seen (see linux.Census); of the others it reads only the owner of

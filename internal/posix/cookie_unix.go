@@ -8,9 +8,6 @@ import (
 	"github.com/subkit/subkit/procinspect"
 )
 
-// Process environments are not readable here; see Cookie.
-const canReadEnviron = false
-
 // find finds nothing: without readable environments there is no cookie to look for.
 func (c *Cookie) find(ctx context.Context, skipPgid int, st *findStats) ([]procinspect.Identity, error) {
 	return nil, nil
