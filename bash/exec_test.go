@@ -67,16 +67,17 @@ func TestExecFreshShell(t *testing.T) {
 
 func TestExecTimeoutEndsWholeGroup(t *testing.T) {
 	e, mark := newExecutor(t, bash.Config{Grace: 300 * time.Millisecond})
-	// The shell and its children ignore SIGTERM: only SIGKILL after the grace ends them.
+	// The shell and its children ignore SIGTERM: only SIGKILL after the grace ends them. The
+	// timeout leaves bash time to set its trap on a loaded machine.
 	res := exec(t, e, bash.Request{
 		Command: `trap '' TERM; sleep 1000 & echo $!; sleep 1000`,
-		Timeout: 300 * time.Millisecond,
+		Timeout: 3 * time.Second,
 	})
 	assert.True(t, res.TimedOut)
 	assert.False(t, res.Cancelled)
 	assert.Equal(t, "SIGKILL", res.Signal)
-	assert.Equal(t, 300*time.Millisecond, res.Timeout)
-	assert.GreaterOrEqual(t, res.Duration, 600*time.Millisecond, "timeout + grace")
+	assert.Equal(t, 3*time.Second, res.Timeout)
+	assert.GreaterOrEqual(t, res.Duration, 3300*time.Millisecond, "timeout + grace")
 	assert.False(t, res.Lingering)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout.Tail)))
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestExecTimeoutEndsWholeGroup(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, alive, "pid %d (%s) survived", pid, p.Comm)
 	}
-	assert.Contains(t, bash.Render(res, nil), "[timed out after 300ms: the command and every process it started were terminated (the shell ended by SIGKILL)]")
+	assert.Contains(t, bash.Render(res, nil), "[timed out after 3s: the command and every process it started were terminated (the shell ended by SIGKILL)]")
 }
 
 func TestExecTimeoutCappedAtMax(t *testing.T) {
