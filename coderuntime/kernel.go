@@ -78,6 +78,7 @@ type cellState struct {
 	background backgroundSet
 	reply      *message
 	replied    chan struct{} // closed when the driver said done
+	started    chan struct{} // closed when the driver said the cell's code is about to run (python3)
 	changed    chan struct{} // signalled (capacity 1) when a marker is seen
 
 	// The callbacks run one at a time, never after the cell is closed.
@@ -336,6 +337,12 @@ func (k *kernel) dispatch(m *message) {
 			close(c.replied)
 		}
 		k.mu.Unlock()
+	case "started":
+		k.mu.Lock()
+		if c := k.cell; c != nil && m.Cell == c.id && !isClosed(c.started) {
+			close(c.started)
+		}
+		k.mu.Unlock()
 	case "probe_ok":
 		k.mu.Lock()
 		if ch, ok := k.probes[m.ID]; ok {
@@ -426,19 +433,27 @@ func (k *kernel) mark(i int, nonce string) {
 // gone reports whether the interpreter is gone or its channel broken.
 func (k *kernel) gone() bool { return isClosed(k.dead) || isClosed(k.h.Done()) }
 
-// send writes m, bounded by ctx.
+// send writes m, bounded by ctx. A frame written whole is sent even when ctx ends just then:
+// the deadline that cut it is lifted again, so the next send is not refused.
 func (k *kernel) send(ctx context.Context, m *message) error {
 	k.writeMu.Lock()
 	defer k.writeMu.Unlock()
-	stop := context.AfterFunc(ctx, func() { k.conn.SetWriteDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if err := writeFrame(k.conn, m); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	cut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		k.conn.SetWriteDeadline(time.Unix(1, 0))
+		close(cut)
+	})
+	err := writeFrame(k.conn, m)
+	if !stop() { // the deadline is being set, or was: wait for it, and lift it after a whole frame
+		<-cut
+		if err == nil {
+			err = k.conn.SetWriteDeadline(time.Time{})
 		}
-		return err
 	}
-	return nil
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // begin makes the next cell the running one. What arrived since the last cell is its first
@@ -448,7 +463,7 @@ func (k *kernel) begin(cb Callbacks) *cellState {
 	k.count++
 	c := &cellState{
 		id: fmt.Sprintf("c%d", k.count), nonce: randomHex(nonceLen / 2), count: k.count, cb: cb,
-		replied: make(chan struct{}), changed: make(chan struct{}, 1),
+		replied: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}, 1),
 	}
 	var early [2][]byte
 	for i, p := range k.pending {

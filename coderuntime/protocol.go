@@ -16,8 +16,9 @@ const maxFrame = 64 << 20
 // big-endian length and that many bytes of JSON.
 //
 //	host -> driver  execute {id, count, code, nonce}; probe {id}
-//	driver -> host  hello {token, pid, version}; result {cell, main, mime, count};
-//	                background_error {count, error}; done {cell, error, marks, notes}; probe_ok {id}
+//	driver -> host  hello {token, pid, version}; started {cell} (python3); result {cell, main,
+//	                mime, count}; background_error {count, error}; done {cell, error, marks,
+//	                notes}; probe_ok {id}
 type message struct {
 	Type    string            `json:"type"`
 	ID      string            `json:"id,omitempty"`

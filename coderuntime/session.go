@@ -515,9 +515,15 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 	c := k.begin(cb)
 	ex := Execution{ExecutionCount: c.count}
 	died, sent := false, true
-	if err := k.send(ctx, &message{Type: "execute", ID: c.id, Count: c.count, Code: cell.Code, Nonce: c.nonce}); err != nil {
-		// The channel is broken, or the frame was cut short by ctx: either way it cannot be
-		// trusted any more, nor probed.
+	// The cell is sent whole even when ctx ends meanwhile (a frame cut short would leave only a
+	// restart): it is then interrupted as any other. A driver that does not take it within the
+	// grace after ctx's end is not answering.
+	sendCtx, endSend := graceAfter(ctx, s.grace)
+	err := k.send(sendCtx, &message{Type: "execute", ID: c.id, Count: c.count, Code: cell.Code, Nonce: c.nonce})
+	endSend()
+	if err != nil {
+		// The channel is broken, or the frame was cut short: either way it cannot be trusted
+		// any more, nor probed.
 		died, sent, ex.Cancelled = true, false, ctx.Err() != nil
 	}
 	if sent {
@@ -539,8 +545,9 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 		}
 	}
 	if sent && (ex.TimedOut || ex.Cancelled) {
-		ex.Interrupted = true
-		died = !s.interrupt(k, c)
+		var answered bool
+		answered, ex.Interrupted = s.interrupt(k, c)
+		died = !answered
 	}
 	if died {
 		s.drop(k) // ends every process of the tree, the cell's included
@@ -563,32 +570,48 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 }
 
 // interrupt sends SIGINT to the interpreter's group and probes it; it reports whether the
-// probe was answered within the grace (the cell has then ended too: the driver answers in
-// order).
-func (s *procSession) interrupt(k *kernel, c *cellState) bool {
+// interpreter answered within the grace (the cell has then ended too: the driver answers in
+// order), and whether SIGINT was sent.
+func (s *procSession) interrupt(k *kernel, c *cellState) (answered, signalled bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
+	defer cancel()
+	// python3's driver ignores a SIGINT that lands before the cell's code runs, as it does
+	// between cells (while it waits for the cell, it cannot tell a SIGINT meant for the cell
+	// from one meant for the cell before), so SIGINT waits for its word that the code is about
+	// to run. A cell that ended first is not interrupted.
+	if s.lang == Python3 {
+		select {
+		case <-c.started:
+		case <-c.replied:
+			return true, false
+		case <-k.dead:
+			return false, false
+		case <-k.h.Done():
+			return false, false
+		case <-ctx.Done():
+			return false, false
+		}
+	}
 	if err := k.h.Signal(os.Interrupt); err != nil {
 		s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
-	defer cancel()
-	answered, err := k.probe(ctx)
+	probed, err := k.probe(ctx)
 	if err != nil {
-		return false
+		s.rt.log.Warn("coderuntime: probing an interrupted cell's interpreter", "language", s.lang, "err", err)
+		return false, true
 	}
-	// node's SIGINT watchdog takes a signal that lands just as a cell's synchronous part ends,
-	// and neither the cell nor the driver sees it: node gets it again until it answers (the
-	// driver ignores a SIGINT between cells). python3's driver sees every one.
-	var again <-chan time.Time
-	if s.lang == Node {
-		t := time.NewTicker(resendInterrupt)
-		defer t.Stop()
-		again = t.C
-	}
+	// A signal can be taken without the cell seeing it: node's SIGINT watchdog takes one that
+	// lands just as a cell's synchronous part ends, and python3 runs its handler only between
+	// bytecodes, so one that lands just before the code enters a blocking call (time.sleep,
+	// a read) waits for that call to return. The interpreter gets it again until it answers;
+	// both drivers ignore a SIGINT between cells.
+	again := time.NewTicker(resendInterrupt)
+	defer again.Stop()
 	for {
 		select {
-		case <-answered:
-			return isClosed(c.replied)
-		case <-again:
+		case <-probed:
+			return isClosed(c.replied), true
+		case <-again.C:
 			if err := k.h.Signal(os.Interrupt); err != nil {
 				s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)
 			}
@@ -597,12 +620,31 @@ func (s *procSession) interrupt(k *kernel, c *cellState) bool {
 		case <-k.h.Done():
 		case <-ctx.Done():
 		}
-		return false
+		return false, true
 	}
 }
 
-// resendInterrupt is how often node is sent SIGINT again while an interrupted cell has not
-// ended.
+// graceAfter returns a context with ctx's values that ends grace after ctx does, and its
+// release.
+func graceAfter(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	bound, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-bound.Done():
+		}
+	})
+	return bound, func() {
+		stop()
+		cancel()
+	}
+}
+
+// resendInterrupt is how often the interpreter is sent SIGINT again while an interrupted cell
+// has not ended.
 const resendInterrupt = 500 * time.Millisecond
 
 // Restart replaces the interpreter; see Session.Restart.

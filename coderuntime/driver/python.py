@@ -9,6 +9,8 @@
 # Protocol: frames of a 4-byte big-endian length and that many bytes of UTF-8 JSON.
 #   host -> driver  {"type":"execute","id","count","code","nonce"}   {"type":"probe","id"}
 #   driver -> host  {"type":"hello","token","pid","version"}
+#                   {"type":"started","cell"}  (the cell's code is about to run: from then on SIGINT
+#                    raises KeyboardInterrupt in it; the host interrupts a cell only after this)
 #                   {"type":"result","cell","main","mime":{...},"count"?}  (display() and the main
 #                    result; count: the earlier cell whose thread displayed it)
 #                   {"type":"background_error","count","error":{name,value,traceback}}
@@ -537,8 +539,12 @@ def _subkit_session():
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         error = None
         try:
-            state.executing = True
+            state.interrupted = False
             try:
+                # From here SIGINT raises KeyboardInterrupt; the host sends it only once it has
+                # "started", so none lands unseen while the cell is received or prepared.
+                state.executing = True
+                send({"type": "started", "cell": msg["id"]})
                 value = execute(source, filename)
             finally:
                 state.executing = False
@@ -546,13 +552,14 @@ def _subkit_session():
                 ns["_"] = value
                 publish(bundle(value), main_result=True)
         except BaseException as exc:  # KeyboardInterrupt and SystemExit end the cell, not the session
+            state.executing = False  # a SIGINT just as the code ended raises before the finally resets it
             error = code_error(exc)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)  # a KeyboardInterrupt between cells would break the channel
         try:
             flush_figures()
         except Exception:
             pass
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, on_sigint)  # a KeyboardInterrupt between cells would break the channel
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
