@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -38,6 +39,14 @@ func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errb.String()
 }
 
+// needPOSIX skips a test on Windows, which lacks what it runs (bash, POSIX signals).
+func needPOSIX(t *testing.T, what string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skipf("Windows lacks what this test needs: it %s", what)
+	}
+}
+
 func decode[T any](t *testing.T, s string) T {
 	t.Helper()
 	var v T
@@ -49,6 +58,7 @@ func decode[T any](t *testing.T, s string) T {
 }
 
 func TestExecJSON(t *testing.T) {
+	needPOSIX(t, "runs bash")
 	code, out, _ := cli(t, "", "exec", "--json", "--", "bash", "-c", "echo out; echo err >&2; exit 5")
 	require.Equal(t, 0, code)
 	o := decode[execResult](t, out)
@@ -65,6 +75,7 @@ func TestExecJSON(t *testing.T) {
 }
 
 func TestExecSignalledJSON(t *testing.T) {
+	needPOSIX(t, "runs bash and ends it with SIGKILL")
 	code, out, _ := cli(t, "", "exec", "--json", "--", "bash", "-c", "kill -KILL $$")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"exit_code":null`)
@@ -73,6 +84,7 @@ func TestExecSignalledJSON(t *testing.T) {
 }
 
 func TestExecTimeoutAndDaemon(t *testing.T) {
+	needPOSIX(t, "runs bash and sleep, and ends them with SIGTERM and SIGKILL")
 	code, out, _ := cli(t, "", "exec", "--json", "--timeout", "300ms", "--grace", "200ms", "--",
 		"bash", "-c", "trap '' TERM; sleep 1000 & echo up; wait")
 	require.Equal(t, 0, code)
@@ -88,6 +100,7 @@ func TestExecTimeoutAndDaemon(t *testing.T) {
 }
 
 func TestExecPlainExitStatus(t *testing.T) {
+	needPOSIX(t, "runs bash and ends it with SIGTERM")
 	code, out, errOut := cli(t, "", "exec", "--", "bash", "-c", "echo hi; echo oops >&2; exit 7")
 	assert.Equal(t, 7, code)
 	assert.Equal(t, "hi\n", out)
@@ -97,6 +110,7 @@ func TestExecPlainExitStatus(t *testing.T) {
 }
 
 func TestExecStdinAndEnv(t *testing.T) {
+	needPOSIX(t, "runs bash and cat")
 	code, out, _ := cli(t, "from stdin", "exec", "--json", "--stdin-file", "-", "--env", "A=1", "--", "bash", "-c", `cat; echo " $A"`)
 	require.Equal(t, 0, code)
 	assert.Equal(t, "from stdin 1\n", decode[execResult](t, out).Stdout.Tail)
@@ -108,6 +122,7 @@ func TestExecStdinAndEnv(t *testing.T) {
 }
 
 func TestExecTruncationAndSpill(t *testing.T) {
+	needPOSIX(t, "runs bash, seq and printf")
 	code, out, _ := cli(t, "", "exec", "--json", "--tail-bytes", "10", "--", "bash", "-c", "seq 1 1000")
 	require.Equal(t, 0, code)
 	o := decode[execResult](t, out)
@@ -148,6 +163,9 @@ func TestExecStartErrors(t *testing.T) {
 		{[]string{"--dir", noexec, "--", "true"}, "invalid", exitUsage},
 	}
 	for _, c := range cases {
+		if c.kind == "permission" && runtime.GOOS == "windows" {
+			continue // Windows has no execute permission: a file that is not a program is another error there
+		}
 		code, out, _ := cli(t, "", append([]string{"exec", "--json"}, c.args...)...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		o := decode[errorOutput](t, out)

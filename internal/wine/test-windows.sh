@@ -34,12 +34,10 @@ flock 9
 # Packages whose tests are not yet written for Windows, with why. Their owners make the tests
 # skip (or build-tag) what needs a POSIX host; then the package leaves this list.
 declare -A NOT_WINDOWS_READY=(
-	[github.com/subkit/subkit/cmd/subkit]="the TestExec* tests run bash"
 )
 
 # The tests of a NOT_WINDOWS_READY package that do run under Wine (a go test -run pattern).
 declare -A WINE_FOCUS=(
-	[github.com/subkit/subkit/cmd/subkit]='^(TestTreeWindows.*|TestTreeNode|Test.*WindowsExe)$'
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
@@ -131,7 +129,7 @@ if [ ${#built[@]} -gt 0 ]; then
 fi
 
 winpath() { printf 'Z:%s' "$1" | tr / '\\'; }
-if [ ${#focus[@]} -gt 0 ]; then
+if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/cmd/subkit'; then
 	"$GO" build -o "$build/subkit.exe" ./cmd/subkit
 	export SUBKIT_WINE_SUBKIT_EXE=$(winpath "$build/subkit.exe")
 fi
