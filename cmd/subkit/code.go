@@ -35,7 +35,7 @@ subkit bash.
 With --json it prints one JSON object and exits 0 once the code has run (130 when interrupted):
   {"language","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
    "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
-   "stderr":{...},"sandbox":{"backend","network","how","writable","hidden","unenforced"} (with --sandbox),
+   "stderr":{...},"sandbox":{...}(as subkit exec's, with --sandbox),
    "error":{"name","value","traceback"} (only when the code raised or did not compile)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr, where the interpreter's
 own traceback is), notes a truncation on stderr, and exits with the code's status.

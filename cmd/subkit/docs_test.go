@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -204,4 +205,44 @@ func shape(v any) string {
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+// Each command's -h names every key of its --json object; the sandbox object's are named by
+// subkit exec's alone.
+func TestHelpNamesEveryJSONKey(t *testing.T) {
+	sandboxKeys := []string{"backend", "network", "how", "writable", "hidden", "allow", "deny", "network_refused", "unenforced"}
+	for _, tc := range []struct {
+		args   []string
+		schema *jsonschema.Schema
+		skip   []string // keys the help leaves to the docs
+	}{
+		{[]string{"exec", "-h"}, schemaOf[execResult](t), nil},
+		{[]string{"exec", "-h"}, schemaOf[sandboxOutput](t), nil},
+		{[]string{"bash", "-h"}, schemaOf[bashResult](t), sandboxKeys},
+		{[]string{"code", "-h"}, schemaOf[codeResult](t), sandboxKeys},
+		{[]string{"code", "-h"}, schemaOf[cellsOutput](t), []string{"id"}},
+		{[]string{"shell", "-h"}, schemaOf[shellOutput](t), append([]string{"id"}, sandboxKeys...)},
+		{[]string{"tree", "-h"}, schemaOf[[]treeProc](t), nil},
+	} {
+		code, out, _ := cli(t, "", tc.args...)
+		require.Equal(t, 0, code)
+		b, err := json.Marshal(tc.schema)
+		require.NoError(t, err)
+		for _, k := range slices.Compact(slices.Sorted(slices.Values(jsonKeys(shapeOf(t, b))))) {
+			if !slices.Contains(tc.skip, k) {
+				assert.Contains(t, out, `"`+k+`"`, "subkit %s does not name the key %q of its JSON", tc.args[0], k)
+			}
+		}
+	}
+}
+
+// jsonKeys are the quoted keys of a shape.
+func jsonKeys(shape string) []string {
+	var keys []string
+	for _, part := range strings.Split(shape, `"`)[1:] {
+		if part != "" && strings.Trim(part, "abcdefghijklmnopqrstuvwxyz_") == "" {
+			keys = append(keys, part)
+		}
+	}
+	return keys
 }

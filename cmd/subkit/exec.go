@@ -24,7 +24,8 @@ With --json it prints one JSON object and exits 0 once the program has run (130 
 interrupted):
   {"argv","pid","exit_code"(null when signalled),"signal","timed_out","timeout_ms","cancelled",
    "pipes_held","duration_ms","stdout":{"tail","total_bytes","truncated","spill_path"},
-   "stderr":{...},"sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
+   "stderr":{...},"sandbox":{"backend","network","how","writable","hidden","allow","deny",
+   "network_refused"(these three with --network allow),"unenforced"}(with --sandbox)}
 Without it, it prints the tails (stdout to stdout, stderr to stderr), notes a truncation on
 stderr, and exits with the program's status.
 

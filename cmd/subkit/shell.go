@@ -31,7 +31,7 @@ Empty lines are skipped. When FILE is done the session is closed, with everythin
 With --json it prints one JSON object:
   {"steps":[{"state","command","output","omitted","omitted_from","from","next","exit_code","signal",
    "cwd","duration_ms","foreground","foreground_pid","input","screen","notes","cancelled"}],
-   "exit_code","cancelled","sandbox":{"backend","network","how","writable","hidden","unenforced"}(with --sandbox)}
+   "exit_code","cancelled","sandbox":{...}(as subkit exec's, with --sandbox)}
 state is "completed" (exit_code is the command's status), "waiting_for_input" (the foreground
 program waits for input: input is {"pid","comm","modes_known","line_mode","echo_off","prompt"},
 echo_off at a password prompt; exit_code null), "running" (still running at the yield;
