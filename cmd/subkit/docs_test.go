@@ -29,22 +29,22 @@ func TestDocsWire(t *testing.T) {
 		command string
 		schema  *jsonschema.Schema
 	}{
-		{"exec --json", schemaOf[execResult](t)},
-		{"bash --json", schemaOf[bashResult](t)},
-		{"code --json", schemaOf[codeResult](t)},
-		{"code --cells FILE --json", schemaOf[cellsOutput](t)},
-		{"shell --script FILE --json", schemaOf[shellOutput](t)},
-		{"tree --json", schemaOf[[]treeProc](t)},
-		{"lsp --json", schemaOf[lspOutput](t)},
-		{"version --json", schemaOf[versionOutput](t)},
-		{"any failure, with --json", schemaOf[errorOutput](t)},
+		{"`subkit exec --json`", schemaOf[execResult](t)},
+		{"`subkit bash --json`", schemaOf[bashResult](t)},
+		{"`subkit code --json`", schemaOf[codeResult](t)},
+		{"`subkit code --cells FILE --json`", schemaOf[cellsOutput](t)},
+		{"`subkit shell --script FILE --json`", schemaOf[shellOutput](t)},
+		{"`subkit tree --json`", schemaOf[[]treeProc](t)},
+		{"`subkit lsp --json`", schemaOf[lspOutput](t)},
+		{"`subkit version --json`", schemaOf[versionOutput](t)},
+		{"any command's `--json`, when it fails", schemaOf[errorOutput](t)},
 	}
 	var cli strings.Builder
 	cli.WriteString("| command | JSON object |\n|---|---|\n")
 	for _, r := range cliRows {
 		b, err := json.Marshal(r.schema) // in field order
 		require.NoError(t, err)
-		fmt.Fprintf(&cli, "| `subkit %s` | `%s` |\n", r.command, shapeOf(t, b))
+		fmt.Fprintf(&cli, "| %s | `%s` |\n", r.command, shapeOf(t, b))
 	}
 	checkDoc(t, "../../docs/cli.md", cli.String())
 
