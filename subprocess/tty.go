@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/subkit/subkit/internal/utf8bridge"
 	"github.com/subkit/subkit/procinspect"
 )
 
@@ -124,29 +125,16 @@ func readText(c *collector, from int64, max int) (Delta, error) {
 	if err != nil {
 		return d, err
 	}
-	for len(d.Data) > 0 && !utf8.RuneStart(d.Data[0]) { // begun inside a character: skip its rest
-		d.Data = d.Data[1:]
-		d.From++
-		d.Dropped++
+	if rest := utf8bridge.TrimStart(d.Data); len(rest) < len(d.Data) { // begun inside a character: skip its rest
+		n := int64(len(d.Data) - len(rest))
+		d.Data, d.From, d.Dropped = rest, d.From+n, d.Dropped+n
 	}
 	if d.Next < d.Total { // cut by max: end before a character the cut would split
-		if i := lastRuneStart(d.Data); i >= 0 && !utf8.FullRune(d.Data[i:]) {
-			d.Data = d.Data[:i]
-		}
+		d.Data = d.Data[:utf8bridge.WholeLen(d.Data)]
 	}
 	d.Next = d.From + int64(len(d.Data))
 	d.Done = d.Done && d.Next == d.Total
 	return d, nil
-}
-
-// lastRuneStart is the index of the last byte of p that starts a character, or -1.
-func lastRuneStart(p []byte) int {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 // survivorsError is the error of a terminal's Terminate that left the processes left alive
