@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/sandbox"
-	"github.com/subkit/subkit/subprocess"
 )
 
 // Language names the language of a Request's code.
@@ -23,10 +22,6 @@ const (
 const (
 	// DefaultTimeout bounds a run when neither the Request nor the Config says otherwise.
 	DefaultTimeout = 60 * time.Second
-	// DefaultOutputBytes is how many trailing bytes of each output stream a Result keeps.
-	//
-	// Deprecated: it is subprocess.DefaultTailBytes, the Service's default tail.
-	DefaultOutputBytes = subprocess.DefaultTailBytes
 	// drainGrace is how long a run's (or a session interpreter's) output may keep draining
 	// after the code has exited while processes it started hold the pipes (`server &`); then
 	// the Result settles with PipesHeld and they are ended. Short, as the bash executor's: the

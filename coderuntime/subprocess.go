@@ -81,11 +81,6 @@ type Runtime struct {
 	sessions map[*procSession]struct{}
 }
 
-// SubprocessRuntime is the former name of Runtime.
-//
-// Deprecated: use Runtime.
-type SubprocessRuntime = Runtime
-
 // New checks cfg and creates the runtime and, unless cfg.Service is given, its own Service (and
 // so its private runtime root). Errors wrap ErrInvalid or ErrUnsupportedLanguage (a
 // *RequestError naming the Config field), or the Service's creation failure.

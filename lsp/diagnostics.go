@@ -114,15 +114,6 @@ func (c *Client) AllDiagnostics() map[string]DiagnosticSet {
 	return out
 }
 
-// LastDiagnostics returns the diagnostics last stored for uri (published, or pulled by
-// Diagnostics), and whether there are any.
-//
-// Deprecated: use Diagnostics(ctx, uri, 0, NoWait).
-func (c *Client) LastDiagnostics(uri string) (DiagnosticSet, bool) {
-	set, err := c.Diagnostics(context.Background(), uri, 0, NoWait)
-	return set, err == nil
-}
-
 // held returns the set stored for uri, when there is one.
 func (c *Client) held(uri string) (DiagnosticSet, bool) {
 	if c == nil || c.diags == nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 )
@@ -248,27 +247,6 @@ func (c *Client) commitOpen(doc TextDocumentItem) {
 	c.docs[doc.URI] = d
 	c.versions[doc.URI] = max(c.versions[doc.URI], doc.Version)
 	c.docMu.Unlock()
-}
-
-// OpenFile reads the file at path (relative paths are taken against the workspace root) with
-// ReadDocument, at most Config.MaxFrameBytes of it, opens it with Open, and returns its URI.
-//
-// Deprecated: read the file with ReadDocument and call Open with FileURI(path) and an empty
-// languageID.
-func (c *Client) OpenFile(ctx context.Context, path string) (string, error) {
-	if err := c.usable(ctx, "open"); err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(c.cfg.Root, path)
-	}
-	text, err := ReadDocument(path, c.cfg.MaxFrameBytes)
-	if err != nil {
-		return "", newError("open", path, nil, err)
-	}
-	uri := FileURI(path)
-	_, err = c.Open(ctx, uri, "", string(text))
-	return uri, err
 }
 
 // Change applies changes, in order, to the open document uri and sends them
