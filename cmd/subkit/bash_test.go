@@ -75,7 +75,7 @@ func TestBashText(t *testing.T) {
 
 func TestBashTimeout(t *testing.T) {
 	cfg := writeFile(t, "bash.yaml", "graceMs: 200\n")
-	code, out, _ := bashCLI(t, context.Background(), "", "--json", "--config", cfg, "--timeout", "300ms",
+	code, out, _ := bashCLI(t, context.Background(), "", "--json", "--config", cfg, "--timeout", "3s",
 		"trap '' TERM; sleep 1000 & echo up; sleep 1000")
 	require.Equal(t, 0, code)
 	o := decode[bashResult](t, out)

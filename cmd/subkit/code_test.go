@@ -85,7 +85,7 @@ func TestCodePipesHeld(t *testing.T) {
 }
 
 func TestCodeTimeout(t *testing.T) {
-	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--timeout", "300ms", "--grace", "200ms",
+	code, out, _ := codeRun(t, "", "code", "--lang", "bash", "--json", "--timeout", "3s", "--grace", "200ms",
 		"sleep 1000 & echo up; wait")
 	require.Equal(t, 0, code)
 	o := decode[codeResult](t, out)

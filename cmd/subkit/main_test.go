@@ -85,7 +85,7 @@ func TestExecSignalledJSON(t *testing.T) {
 
 func TestExecTimeoutAndDaemon(t *testing.T) {
 	needPOSIX(t, "runs bash and sleep, and ends them with SIGTERM and SIGKILL")
-	code, out, _ := cli(t, "", "exec", "--json", "--timeout", "300ms", "--grace", "200ms", "--",
+	code, out, _ := cli(t, "", "exec", "--json", "--timeout", "3s", "--grace", "200ms", "--",
 		"bash", "-c", "trap '' TERM; sleep 1000 & echo up; wait")
 	require.Equal(t, 0, code)
 	o := decode[execResult](t, out)
