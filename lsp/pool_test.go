@@ -91,7 +91,6 @@ func TestPoolRestartsAndReopens(t *testing.T) {
 	_, err = s.Client(ctxT(t, time.Second))
 	assert.ErrorIs(t, err, lsp.ErrClosed)
 	assert.ErrorIs(t, err, subprocess.ErrClosed, "one test covers every closed adapter")
-	assert.ErrorIs(t, second.Call(ctxT(t, time.Second), "test/echo", 4, nil), subprocess.ErrClosed)
 
 	// The pool never closes the caller's Service.
 	c := e.start(t, lsp.Config{})

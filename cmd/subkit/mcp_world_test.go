@@ -189,13 +189,14 @@ func TestMcpDeleteEndsTheClientsWorld(t *testing.T) {
 // A session with no request for --session-idle is ended, with everything it started; a call
 // that runs longer than that keeps its session.
 func TestMcpIdleSessionExpires(t *testing.T) {
-	// The idle time leaves the client room to make its first call on a loaded machine.
-	h := mcpHTTPStart(t, "", "--session-idle", "3s")
+	// The idle time leaves the client room to make its first call on a loaded machine (3 s
+	// was not enough with four CPU-bound processes on 2 cores).
+	h := mcpHTTPStart(t, "", "--session-idle", "8s")
 	c := h.session(t)
 	tag := strconv.Itoa(600000 + rand.IntN(300000))
 	killTagged(t, tag)
 	var out bashResult
-	c.conn().callOK(t, "bash", map[string]any{"command": "sleep 3.5; echo still-here"}, &out)
+	c.conn().callOK(t, "bash", map[string]any{"command": "sleep 8.5; echo still-here"}, &out)
 	assert.Equal(t, "still-here\n", out.Stdout.Tail, "a call longer than the idle time")
 	var st bashStartOut
 	c.conn().callOK(t, "bash_start", map[string]any{"command": "exec sleep " + tag}, &st)
