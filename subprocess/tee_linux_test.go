@@ -65,10 +65,12 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 func TestTee(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
 
-	// A fast Writer gets the whole stream, in order, while the tail and the spill are kept.
+	// A Writer gets the whole stream, in order, while the tail and the spill are kept. Its
+	// queue holds the whole stream (1.3 MB), so that on a loaded machine, where the Writer's
+	// goroutine may not run while seq writes, nothing is dropped.
 	var buf syncBuffer
 	spec := sh(`seq 1 200000`)
-	spec.Stdout = subprocess.Output{TailBytes: 1000, SpillBytes: 10 << 20, Tee: &buf}
+	spec.Stdout = subprocess.Output{TailBytes: 1000, SpillBytes: 10 << 20, Tee: &buf, TeeBuffer: 4 << 20}
 	res := run(t, svc, spec)
 	spilled, err := os.ReadFile(res.Stdout.SpillPath)
 	require.NoError(t, err)
