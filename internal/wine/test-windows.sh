@@ -41,6 +41,8 @@ declare -A WINE_FOCUS=(
 )
 
 log() { printf 'test-windows: %s\n' "$*"; }
+# current STAMP PATH: PATH exists and was built from inputs whose digest is STAMP (PATH.sha256).
+current() { [ -e "$2" ] && [ "$(cat "$2.sha256" 2>/dev/null)" = "$1" ]; }
 
 # --- packages -------------------------------------------------------------------------------
 need=()
@@ -66,7 +68,7 @@ wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
 # --- the stand-in DLL -----------------------------------------------------------------------
 dll=$build/bcryptprimitives.dll
 stamp=$( { cat "$here/processprng.c"; x86_64-w64-mingw32-gcc --version | head -1; } | sha256sum | cut -d' ' -f1)
-if [ ! -f "$dll" ] || [ "$(cat "$dll.sha256" 2>/dev/null)" != "$stamp" ]; then
+if ! current "$stamp" "$dll"; then
 	log "building bcryptprimitives.dll"
 	x86_64-w64-mingw32-gcc -shared -O2 -s -o "$dll.tmp" "$here/processprng.c" -lbcrypt
 	mv "$dll.tmp" "$dll"
@@ -139,7 +141,7 @@ if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/
 	"$GO" build -o "$build/fakeserver.exe" ./lsp/testdata/fakeserver
 	export SUBKIT_LSP_FAKESERVER=$(winpath "$build/fakeserver.exe")
 	stamp=$( { cat tools/gopls/go.mod tools/gopls/go.sum; "$GO" version; } | sha256sum | cut -d' ' -f1)
-	if [ ! -f "$build/gopls.exe" ] || [ "$(cat "$build/gopls.exe.sha256" 2>/dev/null)" != "$stamp" ]; then
+	if ! current "$stamp" "$build/gopls.exe"; then
 		log "building gopls.exe from tools/gopls"
 		(cd tools/gopls && "$GO" build -o "$build/gopls.exe" golang.org/x/tools/gopls)
 		echo "$stamp" >"$build/gopls.exe.sha256"
@@ -150,7 +152,7 @@ if printf '%s\n' "${run[@]}" "${focus[@]}" | grep -qx 'github.com/subkit/subkit/
 	# exec.sh hands to the test binaries (GOROOT, PATH; cgo off, no downloads).
 	goroot=$build/goroot
 	stamp=$( { "$GO" version; echo go gofmt compile asm link; } | sha256sum | cut -d' ' -f1)
-	if [ "$(cat "$goroot.sha256" 2>/dev/null)" != "$stamp" ]; then
+	if ! current "$stamp" "$goroot"; then
 		log "building a Windows Go toolchain (go, gofmt, compile, asm, link) in $goroot"
 		host_goroot=$("$GO" env GOROOT)
 		rm -rf "$goroot" && mkdir -p "$goroot/pkg/tool/windows_amd64" "$goroot/bin"
