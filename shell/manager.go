@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/subkit/subkit/internal/registry"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -45,13 +44,7 @@ type Manager struct {
 	svc    *subprocess.Service
 	ownSvc bool
 	clock  atomic.Uint64
-
-	mu       sync.Mutex
-	sessions map[string]*Session
-	opening  int
-	next     int
-	closed   bool
-	closing  sync.WaitGroup // Open calls in progress
+	reg    *registry.Registry[*Session]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -75,7 +68,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		return nil, &ConfigError{Field: "ProtectRecent", Err: fmt.Errorf("%d is not below MaxSessions %d: nothing could be pruned",
 			cfg.ProtectRecent, cfg.MaxSessions)}
 	}
-	m := &Manager{cfg: cfg, svc: cfg.Session.Service, sessions: map[string]*Session{}}
+	m := &Manager{cfg: cfg, svc: cfg.Session.Service}
 	if m.svc == nil {
 		svc, err := cfg.Session.ownService()
 		if err != nil {
@@ -85,6 +78,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.cfg.Session.Service = m.svc
 	m.cfg.Session.ServiceConfig = subprocess.Config{}
+	m.reg = registry.New(registry.Config[*Session]{NewID: cfg.NewID, Max: cfg.MaxSessions, ProtectRecent: cfg.ProtectRecent,
+		EvictLive: true, Ended: func(s *Session) bool { return isDone(s.term.Done()) }, LastUse: func(s *Session) uint64 { return s.used.Load() }})
 	return m, nil
 }
 
@@ -92,147 +87,74 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 // (closing it); the pruned session's id is gone from then on.
 func (m *Manager) Open(ctx context.Context) (*Session, error) {
 	const op = "open"
-	if m == nil || m.sessions == nil {
+	if m == nil || m.reg == nil {
 		return nil, invalid(op, "the Manager was not made by NewManager")
 	}
 	if ctx == nil {
 		return nil, invalid(op, "nil context")
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	slot, pruneErr, err := m.reg.Reserve()
+	switch {
+	case errors.Is(err, registry.ErrClosed):
 		return nil, &Error{Op: op, Kind: ErrClosed, Hint: "the Manager was closed"}
+	case errors.Is(err, registry.ErrFull):
+		return nil, &Error{Op: op, Kind: subprocess.ErrLimit,
+			Err:  fmt.Errorf("%d sessions are open or opening", m.cfg.MaxSessions),
+			Hint: "close one, or wait for the sessions being opened"}
+	case err != nil:
+		return nil, &Error{Op: op, Err: err}
 	}
-	var victim *Session
-	if len(m.sessions)+m.opening >= m.cfg.MaxSessions {
-		victim = m.pruneLocked()
-		if victim == nil {
-			m.mu.Unlock()
-			return nil, &Error{Op: op, Kind: subprocess.ErrLimit,
-				Err:  fmt.Errorf("%d sessions are open or opening", m.cfg.MaxSessions),
-				Hint: "close one, or wait for the sessions being opened"}
-		}
-		delete(m.sessions, victim.id)
-	}
-	m.next++
-	id := strconv.Itoa(m.next)
-	if m.cfg.NewID != nil {
-		id = m.cfg.NewID()
-	}
-	m.opening++
-	m.closing.Add(1)
-	m.mu.Unlock()
-	defer m.closing.Done()
-
-	var errs []error
-	if victim != nil {
-		if err := victim.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("prune session %s: %w", victim.id, err))
-		}
-	}
-	s, err := open(ctx, m.cfg.Session, id, &m.clock)
-	m.mu.Lock()
-	m.opening--
-	if err == nil {
-		if m.closed {
-			err = &Error{Op: op, ID: id, Kind: ErrClosed, Hint: "the Manager was closed while the session opened"}
-		} else {
-			m.sessions[id] = s
-		}
-	}
-	m.mu.Unlock()
+	s, err := open(ctx, m.cfg.Session, slot.ID(), &m.clock)
 	if err != nil {
-		if s != nil {
-			errs = append(errs, s.Close())
-		}
-		return nil, errors.Join(append([]error{err}, errs...)...)
+		slot.Cancel()
+		return nil, errors.Join(err, pruneErr)
 	}
-	for _, e := range errs {
-		s.log.Warn("prune", "err", e)
+	if err := slot.Fill(s); err != nil {
+		return nil, errors.Join(&Error{Op: op, ID: slot.ID(), Kind: ErrClosed, Hint: "the Manager was closed while the session opened"},
+			s.Close(), pruneErr)
+	}
+	if pruneErr != nil {
+		s.log.Warn("prune", "err", pruneErr)
 	}
 	return s, nil
-}
-
-// pruneLocked picks the session to prune: outside the ProtectRecent most recently used, an
-// exited one first, each group least recently used first. Called with mu held.
-func (m *Manager) pruneLocked() *Session {
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	slices.SortFunc(all, func(a, b *Session) int { // most recently used first
-		ua, ub := a.used.Load(), b.used.Load()
-		switch {
-		case ua > ub:
-			return -1
-		case ua < ub:
-			return 1
-		}
-		return 0
-	})
-	if len(all) <= m.cfg.ProtectRecent {
-		return nil
-	}
-	candidates := all[m.cfg.ProtectRecent:]
-	for i := len(candidates) - 1; i >= 0; i-- {
-		if isDone(candidates[i].term.Done()) {
-			return candidates[i]
-		}
-	}
-	return candidates[len(candidates)-1]
 }
 
 // Get returns the session with this id; ErrNotFound when there is none (never opened,
 // closed or pruned).
 func (m *Manager) Get(id string) (*Session, error) {
-	if m == nil || m.sessions == nil {
+	if m == nil || m.reg == nil {
 		return nil, invalid("get", "the Manager was not made by NewManager")
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, &Error{Op: "get", ID: id, Kind: ErrClosed}
-	}
-	s, ok := m.sessions[id]
+	s, ok := m.reg.Get(id)
 	if !ok {
+		if m.reg.Closed() {
+			return nil, &Error{Op: "get", ID: id, Kind: ErrClosed}
+		}
 		return nil, &Error{Op: "get", ID: id, Kind: ErrNotFound,
 			Hint: "no such session: it was never opened, or was closed or pruned; open a new one"}
 	}
 	return s, nil
 }
 
-// List describes every open session, in id order.
+// List describes every open session, in the order they were opened.
 func (m *Manager) List() []Info {
-	if m == nil || m.sessions == nil {
+	if m == nil || m.reg == nil {
 		return nil
 	}
-	m.mu.Lock()
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	m.mu.Unlock()
-	slices.SortFunc(all, func(a, b *Session) int {
-		x, _ := strconv.Atoi(a.id)
-		y, _ := strconv.Atoi(b.id)
-		return x - y
-	})
+	all := m.reg.List()
 	out := make([]Info, len(all))
-	for i, s := range all {
-		out[i] = s.Info()
+	for i, e := range all {
+		out[i] = e.Value.Info()
 	}
 	return out
 }
 
 // CloseSession closes the session with this id and forgets it.
 func (m *Manager) CloseSession(id string) error {
-	if m == nil || m.sessions == nil {
+	if m == nil || m.reg == nil {
 		return invalid("close", "the Manager was not made by NewManager")
 	}
-	m.mu.Lock()
-	s, ok := m.sessions[id]
-	delete(m.sessions, id)
-	m.mu.Unlock()
+	s, ok := m.reg.Remove(id)
 	if !ok {
 		return &Error{Op: "close", ID: id, Kind: ErrNotFound}
 	}
@@ -242,31 +164,11 @@ func (m *Manager) CloseSession(id string) error {
 // Close closes every session, then the Manager's Service if it made it. It is safe to call
 // more than once; later calls return the first one's error.
 func (m *Manager) Close() error {
-	if m == nil || m.sessions == nil {
+	if m == nil || m.reg == nil {
 		return invalid("close", "the Manager was not made by NewManager")
 	}
 	m.closeOnce.Do(func() {
-		m.mu.Lock()
-		m.closed = true
-		all := make([]*Session, 0, len(m.sessions))
-		for _, s := range m.sessions {
-			all = append(all, s)
-		}
-		clear(m.sessions)
-		m.mu.Unlock()
-		var errs []error
-		var wg sync.WaitGroup
-		results := make([]error, len(all))
-		for i, s := range all {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = s.Close()
-			}()
-		}
-		wg.Wait()
-		m.closing.Wait()
-		errs = append(errs, results...)
+		errs := []error{m.reg.Close()}
 		if m.ownSvc {
 			errs = append(errs, m.svc.Close())
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/internal/modelenv"
+	"github.com/subkit/subkit/internal/registry"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -86,17 +87,18 @@ type bashStopOut struct {
 }
 
 // newBackground is a client's registry of background processes by id, ended or not: an
-// ended one is still read by offset until the registry drops it (the oldest ended ones, past
-// mcpMaxBackground entries).
-func newBackground() *registry[*bash.Process] {
-	return &registry[*bash.Process]{prefix: "bg-", keep: mcpMaxBackground, ended: func(p *bash.Process) bool { return mcpEnded(p.Done()) }}
+// ended one is still read by offset until a new one needs its place (the least recently used
+// ended one goes past mcpMaxBackground entries; with none ended, the new one is refused).
+func newBackground() *registry.Registry[*bash.Process] {
+	return registry.New(registry.Config[*bash.Process]{NewID: func() string { return mcpNewID("bg-") }, Max: mcpMaxBackground,
+		Ended: func(p *bash.Process) bool { return mcpEnded(p.Done()) }})
 }
 
 // background is the client's background process of id.
 func (w *mcpWorld) background(id string) (*bash.Process, error) {
-	p, ok := w.bg.get(id)
+	p, ok := w.bg.Get(id)
 	if !ok {
-		return nil, fmt.Errorf("no background process %q: start one with bash_start, which returns its id (ended ones are kept until %d newer ones exist)", id, mcpMaxBackground)
+		return nil, fmt.Errorf("no background process %q: start one with bash_start, which returns its id (an ended one is kept until a new one needs its place, past %d kept)", id, mcpMaxBackground)
 	}
 	return p, nil
 }
@@ -177,12 +179,15 @@ func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return "", bashStartOut{}, bashCallError(err)
 	}
-	id, err := w.bg.add(p)
-	if id == "" {
-		return "", bashStartOut{}, errors.Join(err, p.Close())
+	id, evictErr, err := w.bg.Add(p)
+	switch {
+	case errors.Is(err, registry.ErrFull):
+		return "", bashStartOut{}, errors.Join(fmt.Errorf("[request refused: %d background processes are kept and none has ended; end one with bash_stop]", mcpMaxBackground), p.Close())
+	case err != nil:
+		return "", bashStartOut{}, errors.Join(errLeaving, p.Close())
 	}
-	if err != nil {
-		w.s.log.Warn("release ended background processes", "err", err)
+	if evictErr != nil {
+		w.s.log.Warn("release an ended background process", "err", evictErr)
 	}
 	text := fmt.Sprintf("[started background process %s (pid %d); read its output with bash_read {\"id\":%q}, end it with bash_stop {\"id\":%q}]\n",
 		id, p.Pid(), id, id)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/internal/registry"
 )
 
 type codeRunIn struct {
@@ -132,13 +133,13 @@ type codeListOut struct {
 }
 
 // newCodeSessions is a client's registry of code sessions by id, at most mcpMaxCodeSession.
-func newCodeSessions() *registry[coderuntime.Session] {
-	return &registry[coderuntime.Session]{prefix: "cs-", limit: mcpMaxCodeSession}
+func newCodeSessions() *registry.Registry[coderuntime.Session] {
+	return registry.New(registry.Config[coderuntime.Session]{NewID: func() string { return mcpNewID("cs-") }, Max: mcpMaxCodeSession})
 }
 
 // codeSession is the client's code session of id.
 func (w *mcpWorld) codeSession(id string) (coderuntime.Session, error) {
-	sess, ok := w.cells.get(id)
+	sess, ok := w.cells.Get(id)
 	if !ok {
 		return nil, fmt.Errorf("[request refused: no code session %q; open one with code_session_open (code_session_list lists them)]", id)
 	}
@@ -148,8 +149,8 @@ func (w *mcpWorld) codeSession(id string) (coderuntime.Session, error) {
 // codeSessionList is the client's open code sessions, in the order they were opened.
 func (w *mcpWorld) codeSessionList() []codeSessionOut {
 	out := []codeSessionOut{}
-	for _, e := range w.cells.list() {
-		out = append(out, codeSessionOut{ID: e.id, Language: string(e.v.Language())})
+	for _, e := range w.cells.List() {
+		out = append(out, codeSessionOut{ID: e.ID, Language: string(e.Value.Language())})
 	}
 	return out
 }
@@ -180,8 +181,8 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 			"code_session_run cell to the next, as in a notebook. Returns its id. At most 16 are open.",
 		InputSchema: languageSchema[codeSessionOpenIn]("python3", "node"),
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
-		if w.cells.len() < mcpMaxCodeSession { // at its own limit, the client is refused below
-			release, err := s.admit("code sessions open", mcpShare*mcpMaxCodeSession, func(x *mcpWorld) int { return x.cells.len() })
+		if w.cells.Len() < mcpMaxCodeSession { // at its own limit, the client is refused below
+			release, err := s.admit("code sessions open", mcpShare*mcpMaxCodeSession, func(x *mcpWorld) int { return x.cells.Len() })
 			if err != nil {
 				return "", codeSessionOut{}, err
 			}
@@ -210,7 +211,7 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "code_session_close", Title: "Close a code session",
 		Description: "Closes a code session: its interpreter and everything its cells started are ended.",
 	}, func(w *mcpWorld, ctx context.Context, _ *mcp.CallToolRequest, in codeIDIn) (string, codeSessionOut, error) {
-		sess, ok := w.cells.remove(in.ID)
+		sess, ok := w.cells.Remove(in.ID)
 		if !ok {
 			return "", codeSessionOut{}, fmt.Errorf("[request refused: no code session %q; open one with code_session_open]", in.ID)
 		}
@@ -256,8 +257,12 @@ func (w *mcpWorld) codeRunTool(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (w *mcpWorld) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
-	if w.cells.len() >= mcpMaxCodeSession {
+	slot, _, err := w.cells.Reserve() // code sessions are never evicted
+	switch {
+	case errors.Is(err, registry.ErrFull):
 		return "", codeSessionOut{}, fmt.Errorf("[request refused: %d code sessions are open, the limit; close one with code_session_close]", mcpMaxCodeSession)
+	case err != nil:
+		return "", codeSessionOut{}, errLeaving
 	}
 	dir := in.Dir
 	if dir != "" && !filepath.IsAbs(dir) {
@@ -265,15 +270,13 @@ func (w *mcpWorld) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolReque
 	}
 	sess, err := w.s.code.NewSession(ctx, coderuntime.SessionConfig{Language: coderuntime.Language(in.Language), Dir: dir})
 	if err != nil {
+		slot.Cancel()
 		return "", codeSessionOut{}, codeCallError(err)
 	}
-	id, err := w.cells.add(sess)
-	if errors.Is(err, errRegistryFull) {
-		err = fmt.Errorf("[request refused: %d code sessions are open, the limit; close one with code_session_close]", mcpMaxCodeSession)
+	if err := slot.Fill(sess); err != nil {
+		return "", codeSessionOut{}, errors.Join(errLeaving, sess.Close())
 	}
-	if err != nil {
-		return "", codeSessionOut{}, errors.Join(err, sess.Close())
-	}
+	id := slot.ID()
 	return fmt.Sprintf("[opened %s code session %s; run cells with code_session_run {\"id\":%q,\"code\":...}]\n", in.Language, id, id),
 		codeSessionOut{ID: id, Language: in.Language}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/subkit/subkit/bash"
 	"github.com/subkit/subkit/coderuntime"
+	"github.com/subkit/subkit/internal/registry"
 	"github.com/subkit/subkit/lsp"
 	"github.com/subkit/subkit/shell"
 )
@@ -33,9 +34,9 @@ type mcpWorld struct {
 	exec   *bash.Executor
 	shells *shell.Manager
 	pool   *lsp.Pool
-	lsp    lspState                       // the language-server tools' own state (mcp_lsp.go)
-	bg     *registry[*bash.Process]       // background processes (mcp_bash.go)
-	cells  *registry[coderuntime.Session] // code sessions (mcp_code.go)
+	lsp    lspState                                // the language-server tools' own state (mcp_lsp.go)
+	bg     *registry.Registry[*bash.Process]       // background processes (mcp_bash.go)
+	cells  *registry.Registry[coderuntime.Session] // code sessions (mcp_code.go)
 
 	life     context.Context // ends when the world starts ending: every call in progress is cancelled
 	stopLife context.CancelFunc
@@ -165,8 +166,8 @@ func (w *mcpWorld) end() error {
 func (w *mcpWorld) close() error {
 	var bgErr, cellErr, shellErr, poolErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { bgErr = w.bg.closeAll() })
-	wg.Go(func() { cellErr = w.cells.closeAll() })
+	wg.Go(func() { bgErr = w.bg.Close() })
+	wg.Go(func() { cellErr = w.cells.Close() })
 	wg.Go(func() { shellErr = w.shells.Close() })
 	wg.Go(func() { poolErr = w.pool.Close() })
 	w.inflight.Wait()
