@@ -12,6 +12,7 @@ import (
 
 	"github.com/subkit/subkit/subprocess"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/modelenv"
 )
 
@@ -188,7 +189,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	case <-e.closing:
 		cancelled = true
 	}
-	if cancelled && isDone(h.Done()) {
+	if cancelled && done.Closed(h.Done()) {
 		cancelled = false // it ended by itself meanwhile
 	}
 	if cancelled {
@@ -204,7 +205,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	defer e.store.release(sr)
 	res := newResult(req.Command, h, sr)
 	// Close may end the tree before this call sees it closing: a signal then is Close's.
-	res.Timeout, res.Cancelled = timeout, cancelled || isDone(e.closing) && sr.Signal != ""
+	res.Timeout, res.Cancelled = timeout, cancelled || done.Closed(e.closing) && sr.Signal != ""
 	if survivors(h, &res) {
 		h.Close()
 	} else {
@@ -309,15 +310,6 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	}
 	close(e.closeDone)
 	return e.closeErr
-}
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // Hurry cuts short the grace of every termination of the executor's commands, in progress or

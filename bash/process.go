@@ -9,6 +9,7 @@ import (
 
 	"github.com/subkit/subkit/subprocess"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
@@ -107,7 +108,7 @@ func (p *Process) watch() {
 	select {
 	case <-p.h.Done():
 	case <-p.e.life.Done():
-		if !isDone(p.h.Done()) { // Close could not end it
+		if !done.Closed(p.h.Done()) { // Close could not end it
 			p.err = &Error{Op: "wait", Name: p.name(), Err: errors.New("the process group could not be ended")}
 			close(p.done)
 			return
@@ -115,7 +116,7 @@ func (p *Process) watch() {
 	}
 	sr, _ := p.h.Wait(context.Background()) // settled: returns at once
 	r := newResult(p.command, p.h, sr)
-	r.Cancelled = p.cancelled.Load() || (isDone(p.e.closing) && r.Signal != "")
+	r.Cancelled = p.cancelled.Load() || (done.Closed(p.e.closing) && r.Signal != "")
 	gone := survivors(p.h, &r)
 	p.result = r
 	if !r.Lingering {
@@ -154,7 +155,7 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // inside a UTF-8 character unless that character is all it has.
 func (p *Process) ReadOutput(from Offsets, max int) (Delta, error) {
 	d := Delta{Pid: p.h.Pid(), Command: p.command}
-	if isDone(p.done) && p.err == nil {
+	if done.Closed(p.done) && p.err == nil {
 		r := p.result
 		d.Result = &r
 	}
@@ -234,7 +235,7 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 // returns once the tree is gone, or with ctx's error (the escalation goes on). A process that
 // has already ended is not an error. The result says Cancelled when it was still running.
 func (p *Process) Terminate(ctx context.Context) error {
-	if !isDone(p.h.Done()) {
+	if !done.Closed(p.h.Done()) {
 		p.cancelled.Store(true)
 	}
 	if err := p.h.Terminate(ctx); err != nil {

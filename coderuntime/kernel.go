@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -167,7 +168,7 @@ func (s *procSession) startKernel(ctx context.Context) (*kernel, error) {
 	}
 	if err != nil {
 		// Before the driver answered: end the interpreter and say what it printed.
-		exited := isClosed(h.Done())
+		exited := done.Closed(h.Done())
 		bound, cancel := context.WithTimeout(context.Background(), endBound(s.grace))
 		defer cancel()
 		terr := h.Terminate(bound)
@@ -236,7 +237,7 @@ func acceptControl(ctx context.Context, ln *net.UnixListener, h *subprocess.Hand
 	wg.Wait()
 	if err != nil {
 		switch {
-		case isClosed(h.Done()):
+		case done.Closed(h.Done()):
 			return nil, errors.New("the interpreter exited before it connected")
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("waiting for the driver to connect: %w", ctx.Err())
@@ -339,7 +340,7 @@ func (k *kernel) dispatch(m *message) {
 		k.mu.Unlock()
 	case "started":
 		k.mu.Lock()
-		if c := k.cell; c != nil && m.Cell == c.id && !isClosed(c.started) {
+		if c := k.cell; c != nil && m.Cell == c.id && !done.Closed(c.started) {
 			close(c.started)
 		}
 		k.mu.Unlock()
@@ -431,7 +432,7 @@ func (k *kernel) mark(i int, nonce string) {
 }
 
 // gone reports whether the interpreter is gone or its channel broken.
-func (k *kernel) gone() bool { return isClosed(k.dead) || isClosed(k.h.Done()) }
+func (k *kernel) gone() bool { return done.Closed(k.dead) || done.Closed(k.h.Done()) }
 
 // send writes m, bounded by ctx. A frame written whole is sent even when ctx ends just then:
 // the deadline that cut it is lifted again, so the next send is not refused.
@@ -654,13 +655,4 @@ func (c *cellState) close(reply *message) {
 		c.cb.Error(*reply.Error)
 	}
 	c.closed = true
-}
-
-func isClosed[T any](ch <-chan T) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

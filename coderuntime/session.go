@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -540,7 +541,7 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 			ex.Cancelled = true
 		}
 		timer.Stop()
-		if isClosed(c.replied) { // it ended on its own just then
+		if done.Closed(c.replied) { // it ended on its own just then
 			ex.TimedOut, ex.Cancelled, died = false, false, false
 		}
 	}
@@ -610,7 +611,7 @@ func (s *procSession) interrupt(k *kernel, c *cellState) (answered, signalled bo
 	for {
 		select {
 		case <-probed:
-			return isClosed(c.replied), true
+			return done.Closed(c.replied), true
 		case <-again.C:
 			if err := k.h.Signal(os.Interrupt); err != nil {
 				s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)

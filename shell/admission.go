@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/subkit/subkit/internal/done"
 )
 
 // enter admits a call: a valid Session, a context, not closed.
@@ -44,7 +46,7 @@ func (s *Session) take(op string, ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		s.give()
-		if isDone(s.life.Done()) {
+		if done.Closed(s.life.Done()) {
 			return &Error{Op: op, ID: s.id, Kind: ErrClosed}
 		}
 		return &Error{Op: op, ID: s.id, Err: err}
@@ -98,7 +100,7 @@ func (s *Session) call(op string, ctx context.Context, yield time.Duration, chec
 
 // closedErr makes an error of a call that Close cut short say ErrClosed.
 func (s *Session) closedErr(op string, err *error) {
-	if *err != nil && isDone(s.life.Done()) && !errors.Is(*err, ErrClosed) {
+	if *err != nil && done.Closed(s.life.Done()) && !errors.Is(*err, ErrClosed) {
 		*err = &Error{Op: op, ID: s.id, Kind: ErrClosed, Err: *err}
 	}
 }

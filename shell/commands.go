@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/subkit/subkit/internal/done"
 )
 
 // Run sends command to the shell and waits until it finishes (StateCompleted), the shell
@@ -163,7 +165,7 @@ func (s *Session) interrupt(ctx context.Context, y time.Duration) (Step, error) 
 		return st, err
 	}
 	if err := s.term.SignalForeground(ctx, os.Interrupt); err != nil {
-		if isDone(s.term.Done()) {
+		if done.Closed(s.term.Done()) {
 			return s.step(op, ctx, nil)
 		}
 		return Step{}, &Error{Op: op, ID: s.id, Err: err}

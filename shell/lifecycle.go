@@ -15,6 +15,7 @@ import (
 
 	"github.com/subkit/subkit/subprocess"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/modelenv"
 )
 
@@ -156,7 +157,7 @@ func (s *Session) awaitReady(ctx context.Context) error {
 		out, _ := s.tr.ring.ReadAt(0, 0)
 		s.mu.Unlock()
 		what := fmt.Sprintf("no prompt marker within %v", s.cfg.StartTimeout)
-		if isDone(s.term.Done()) {
+		if done.Closed(s.term.Done()) {
 			r, _ := s.term.Wait(context.Background())
 			what = fmt.Sprintf("the shell exited first (status %d%s)", r.ExitCode, signalSuffix(r.Signal))
 		}
@@ -230,7 +231,7 @@ func (s *Session) release() error {
 
 // shellExited reports whether the shell has ended or said it is exiting.
 func (s *Session) shellExited() bool {
-	if isDone(s.term.Done()) {
+	if done.Closed(s.term.Done()) {
 		return true
 	}
 	s.mu.Lock()
@@ -241,7 +242,7 @@ func (s *Session) shellExited() bool {
 // exitResult is how the shell ended: the terminal's result once it has settled, else the
 // status the shell said it exits with.
 func (s *Session) exitResult() (subprocess.Result, error) {
-	if isDone(s.term.Done()) {
+	if done.Closed(s.term.Done()) {
 		return s.term.Wait(context.Background()) // settled: it returns at once
 	}
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/registry"
 	"github.com/subkit/subkit/subprocess"
 )
@@ -79,7 +80,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m.cfg.Session.Service = m.svc
 	m.cfg.Session.ServiceConfig = subprocess.Config{}
 	m.reg = registry.New(registry.Config[*Session]{NewID: cfg.NewID, Max: cfg.MaxSessions, ProtectRecent: cfg.ProtectRecent,
-		EvictLive: true, Ended: func(s *Session) bool { return isDone(s.term.Done()) }, LastUse: func(s *Session) uint64 { return s.used.Load() }})
+		EvictLive: true, Ended: func(s *Session) bool { return done.Closed(s.term.Done()) }, LastUse: func(s *Session) uint64 { return s.used.Load() }})
 	return m, nil
 }
 

@@ -247,12 +247,3 @@ func (s *Session) Info() Info {
 
 // readChunk is the most one terminal read takes.
 const readChunk = 256 << 10
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}

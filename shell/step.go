@@ -8,6 +8,7 @@ import (
 
 	"github.com/subkit/subkit/subprocess"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
@@ -46,7 +47,7 @@ func (s *Session) waitStep(op string, ctx context.Context, yield time.Duration) 
 		case <-s.term.Done():
 		case <-timer.C:
 		case <-ctx.Done():
-			if isDone(s.life.Done()) {
+			if done.Closed(s.life.Done()) {
 				return Step{}, &Error{Op: op, ID: s.id, Kind: ErrClosed}
 			}
 			return Step{}, &Error{Op: op, ID: s.id, Err: ctx.Err(),
@@ -105,7 +106,7 @@ func (s *Session) step(op string, ctx context.Context, in *probe) (Step, error) 
 	if st.State == StateRunning || st.State == StateWaitingInput {
 		fg, err := s.term.Foreground(ctx)
 		switch {
-		case err != nil && isDone(s.term.Done()):
+		case err != nil && done.Closed(s.term.Done()):
 			st.State, st.Input = StateExited, nil // it ended meanwhile
 		case err != nil:
 			st.Notes = append(st.Notes, "the foreground process could not be read: "+err.Error())

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 	"github.com/subkit/subkit/sandbox"
@@ -288,7 +289,7 @@ func (t treeTarget) Signal(_ context.Context, s ending.Step) error {
 }
 
 func (t treeTarget) Alive(context.Context) (bool, error) {
-	return !isClosed(t.h.leaderDone) || t.h.tree.alive(), nil
+	return !done.Closed(t.h.leaderDone) || t.h.tree.alive(), nil
 }
 
 func (t treeTarget) WaitGone(ctx context.Context) error { return t.h.waitTree(ctx) }
@@ -368,7 +369,7 @@ func (h *Handle) Sandbox() *sandbox.Report {
 	if h.valid("sandbox") != nil {
 		return nil
 	}
-	if isClosed(h.settledCh) { // with the allow-list's refusals, once the program has ended
+	if done.Closed(h.settledCh) { // with the allow-list's refusals, once the program has ended
 		return h.result.Sandbox
 	}
 	return h.sandbox
@@ -527,7 +528,7 @@ wait:
 // runs (once successfully): what is left of its session may have left the group.
 func (h *Handle) end(ctx context.Context, sweep bool) error {
 	var err error
-	if h.tty != nil || !isClosed(h.leaderDone) || h.tree.alive() {
+	if h.tty != nil || !done.Closed(h.leaderDone) || h.tree.alive() {
 		err = h.term.run(ctx, func() error { return h.escalate(sweep) }, "terminate", h.argv[0])
 	}
 	h.cutPumps()
@@ -541,15 +542,6 @@ func checkCtx(op, name string, ctx context.Context) error {
 			Hint: "pass context.Background() for no deadline"}
 	}
 	return nil
-}
-
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // memo runs one escalation at a time and remembers a successful one: concurrent callers share
@@ -569,7 +561,7 @@ type memoRun struct {
 func (m *memo) run(ctx context.Context, f func() error, op, name string) error {
 	m.mu.Lock()
 	r := m.cur
-	if r == nil || isClosed(r.done) && r.err != nil {
+	if r == nil || done.Closed(r.done) && r.err != nil {
 		r = &memoRun{done: make(chan struct{})}
 		m.cur = r
 		go func() {

@@ -15,6 +15,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
@@ -239,7 +240,7 @@ func (h *Handle) endTTY() error {
 	if first.again != nil {
 		left = append(left, first.again.procs.Left()...)
 	}
-	if !isClosed(h.leaderDone) {
+	if !done.Closed(h.leaderDone) {
 		left = append(left, x.shell)
 	}
 	if len(left) > 0 {
@@ -265,7 +266,7 @@ type ttyTarget struct {
 
 func (t *ttyTarget) Signal(ctx context.Context, s ending.Step) error {
 	err := posix.SignalStep(ctx, t.procs.Left(), s)
-	if isClosed(t.h.leaderDone) {
+	if done.Closed(t.h.leaderDone) {
 		return err
 	}
 	shell := []procinspect.Identity{t.h.tty.shell}
@@ -278,7 +279,7 @@ func (t *ttyTarget) Signal(ctx context.Context, s ending.Step) error {
 // Alive reports whether the program is still to be reaped or a recorded process lives.
 func (t *ttyTarget) Alive(ctx context.Context) (bool, error) {
 	alive, err := t.procs.Alive(ctx)
-	return alive || !isClosed(t.h.leaderDone), err
+	return alive || !done.Closed(t.h.leaderDone), err
 }
 
 func (t *ttyTarget) Rediscover(ctx context.Context) (ending.Target, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/bash"
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/modelenv"
 	"github.com/subkit/subkit/internal/registry"
 	"github.com/subkit/subkit/subprocess"
@@ -91,7 +92,7 @@ type bashStopOut struct {
 // ended one goes past mcpMaxBackground entries; with none ended, the new one is refused).
 func newBackground() *registry.Registry[*bash.Process] {
 	return registry.New(registry.Config[*bash.Process]{NewID: func() string { return mcpNewID("bg-") }, Max: mcpMaxBackground,
-		Ended: func(p *bash.Process) bool { return mcpEnded(p.Done()) }})
+		Ended: func(p *bash.Process) bool { return done.Closed(p.Done()) }})
 }
 
 // background is the client's background process of id.
@@ -101,16 +102,6 @@ func (w *mcpWorld) background(id string) (*bash.Process, error) {
 		return nil, fmt.Errorf("no background process %q: start one with bash_start, which returns its id (an ended one is kept until a new one needs its place, past %d kept)", id, mcpMaxBackground)
 	}
 	return p, nil
-}
-
-// mcpEnded reports whether ch is closed.
-func mcpEnded(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 func (s *mcpServer) addBashTools(server *mcp.Server) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -176,13 +177,13 @@ func runScript(parent context.Context, term *subprocess.Handle, lines []string, 
 	}
 	waitQuiet()
 	for _, line := range lines {
-		if ctx.Err() != nil || isClosedChan(term.Done()) {
+		if ctx.Err() != nil || done.Closed(term.Done()) {
 			break
 		}
 		term.Write([]byte(line + "\r"))
 		waitQuiet()
 	}
-	for ctx.Err() == nil && !isClosedChan(term.Done()) {
+	for ctx.Err() == nil && !done.Closed(term.Done()) {
 		sample()
 		select {
 		case <-term.Done():
@@ -191,7 +192,7 @@ func runScript(parent context.Context, term *subprocess.Handle, lines []string, 
 		}
 	}
 	out.Cancelled = parent.Err() != nil
-	out.TimedOut = !out.Cancelled && ctx.Err() != nil && !isClosedChan(term.Done())
+	out.TimedOut = !out.Cancelled && ctx.Err() != nil && !done.Closed(term.Done())
 	out.TimeoutMs = timeout.Milliseconds()
 	term.Terminate(context.Background())
 	res, _ := term.Wait(context.Background())
@@ -203,13 +204,4 @@ func runScript(parent context.Context, term *subprocess.Handle, lines []string, 
 	}
 	out.Signal = res.Signal
 	return out
-}
-
-func isClosedChan(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

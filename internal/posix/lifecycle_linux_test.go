@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/posix"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -603,7 +604,7 @@ func (m *lcRun) check() {
 	require.ElementsMatch(t, want, live, "the group's live members in /proc")
 
 	if m.leader.alive {
-		require.False(t, lcClosed(m.tr.Exited()), "Exited closed while the leader lives")
+		require.False(t, done.Closed(m.tr.Exited()), "Exited closed while the leader lives")
 	} else {
 		m.closedWithin(m.tr.Exited(), "Exited")
 		e, err := m.tr.Exit()
@@ -632,7 +633,7 @@ func (m *lcRun) check() {
 		require.Empty(t, members, "Members after Gone")
 		return
 	}
-	require.False(t, lcClosed(m.tr.Gone()), "(1) Gone closed while the group has members %v", live)
+	require.False(t, done.Closed(m.tr.Gone()), "(1) Gone closed while the group has members %v", live)
 	assert.True(t, m.tr.Alive())
 	ctx, cancel := context.WithCancel(m.ctx)
 	cancel()
@@ -797,15 +798,6 @@ func lcLivePids(tab *procinspect.Table, pgid int) []int {
 		}
 	}
 	return out
-}
-
-func lcClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // exitedNow reports whether the process of pidfd fd has exited.

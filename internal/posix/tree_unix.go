@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/subkit/subkit/internal/backoff"
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/ending"
 	"github.com/subkit/subkit/procinspect"
 )
@@ -263,7 +264,7 @@ func (t *Tree) Signal(sig syscall.Signal) error {
 		return errors.Join(err, SignalAll(context.Background(), live, sig))
 	}
 	err := ignoreGone(unix.Kill(-t.pid, sig))
-	if !isClosed(t.exited) {
+	if !done.Closed(t.exited) {
 		if pgid, perr := unix.Getpgid(t.pid); perr == nil && pgid != t.pid {
 			err = errors.Join(err, ignoreGone(unix.Kill(t.pid, sig))) // pinned: it is ours
 		}
@@ -280,15 +281,6 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
-}
-
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // Sweep finds the processes that carry the tree's cookie outside its group, signals each
@@ -345,8 +337,8 @@ func SignalAll(ctx context.Context, ids []procinspect.Identity, sig syscall.Sign
 // is left. Once the leader has exited, and until Gone tells, it reads the table (a read shared
 // with the Tree's own watch).
 func (t *Tree) Alive() bool {
-	if !isClosed(t.gone) {
-		if !isClosed(t.exited) {
+	if !done.Closed(t.gone) {
+		if !done.Closed(t.exited) {
 			return true
 		}
 		live, err := t.liveMembers(context.Background())
