@@ -28,7 +28,7 @@ type guardKeeper struct {
 }
 
 func newGuardKeeper(cfg Config, spawner *posix.Spawner) (*guardKeeper, error) {
-	path, err := helperPath(cfg, "Config.Guard")
+	path, err := helperPath(cfg.Helper, "Config.Guard")
 	if err != nil {
 		return nil, err
 	}

@@ -40,19 +40,19 @@ func HelperMain() {
 	os.Exit(runHelper(role))
 }
 
-// helperPath is the helper binary a Service with cfg runs for feature (the Config field that
-// needs it): Config.Helper, or this binary when it called HelperMain.
-func helperPath(cfg Config, feature string) (string, error) {
-	if cfg.Helper != "" {
-		fi, err := os.Stat(cfg.Helper)
+// helperPath is the helper binary a Service runs for feature (the Config field or method that
+// needs it): configHelper (Config.Helper) when set, or this binary when it called HelperMain.
+func helperPath(configHelper, feature string) (string, error) {
+	if configHelper != "" {
+		fi, err := os.Stat(configHelper)
 		if err != nil {
 			return "", &Error{Op: "new service", Name: "Config.Helper", Kind: pathKind(err), Err: err,
 				Hint: "set Config.Helper to the path of a helper binary, such as the subkit CLI"}
 		}
 		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", invalid("new service", "Config.Helper", cfg.Helper+" is not an executable file")
+			return "", invalid("new service", "Config.Helper", configHelper+" is not an executable file")
 		}
-		return cfg.Helper, nil
+		return configHelper, nil
 	}
 	if !helperReady.Load() {
 		return "", &Error{Op: "new service", Name: feature, Kind: ErrInvalid,

@@ -14,8 +14,6 @@ import (
 // sandboxes is the Service's probe of this machine's confinement, made once: at New for
 // Config.Sandbox, else at the first Spec that asks for one.
 type sandboxes struct {
-	helper func() (string, error) // the helper binary's path
-
 	once sync.Once
 	sb   *sandbox.Sandbox
 	err  error
@@ -25,9 +23,10 @@ type sandboxes struct {
 	tmpErr  error
 }
 
-func (x *sandboxes) get() (*sandbox.Sandbox, error) {
+// get is the probe, made the first time with the helper binary of Config.Helper (see helperPath).
+func (x *sandboxes) get(configHelper string) (*sandbox.Sandbox, error) {
 	x.once.Do(func() {
-		helper, err := x.helper()
+		helper, err := helperPath(configHelper, "Config.Sandbox")
 		if err != nil {
 			x.err = err
 			return
@@ -64,7 +63,7 @@ func (s *Service) confine(op string, pol *sandbox.Policy, path string, argv, env
 	if pol == nil {
 		return confined{path: path, args: argv, env: env}, nil
 	}
-	sb, err := s.sandboxes.get()
+	sb, err := s.sandboxes.get(s.helper)
 	if err != nil {
 		return confined{}, sandboxError(op, path, err)
 	}

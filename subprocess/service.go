@@ -89,7 +89,7 @@ type Service struct {
 
 	sandboxPolicy *sandbox.Policy // Config.Sandbox
 	sandboxes     sandboxes
-	shellHelper   func() (string, error) // the helper executable of Shell
+	helper        string // Config.Helper: see helperPath
 
 	hurry    context.Context // ended by Hurry: the graces of every Terminate and Close end with it
 	hurryNow context.CancelFunc
@@ -164,10 +164,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.hurry, s.hurryNow = context.WithCancel(context.Background())
 	s.sandboxPolicy = cfg.Sandbox
-	s.sandboxes.helper = func() (string, error) { return helperPath(cfg, "Config.Sandbox") }
-	s.shellHelper = func() (string, error) { return helperPath(cfg, "Service.Shell") }
+	s.helper = cfg.Helper
 	if cfg.Sandbox != nil {
-		if _, err := s.sandboxes.get(); err != nil { // fail now, not at the first Spawn
+		if _, err := s.sandboxes.get(s.helper); err != nil { // fail now, not at the first Spawn
 			s.Close()
 			return nil, sandboxError("new service", "Config.Sandbox", err)
 		}

@@ -28,7 +28,7 @@ func (s *Service) Shell() (ShellCommand, error) {
 	if err := s.valid("shell"); err != nil {
 		return ShellCommand{}, err
 	}
-	path, err := s.shellHelper()
+	path, err := helperPath(s.helper, "Service.Shell")
 	if err != nil {
 		if e := (*Error)(nil); errors.As(err, &e) {
 			e.Op = "shell"
