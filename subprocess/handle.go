@@ -462,7 +462,7 @@ wait:
 			}
 		}
 	}
-	cancelled := h.cancelled.Load() && !timedOut // as the result settles: a later request is not
+	cancelled := h.cancelled.Load() && !timedOut // read as the result settles: a later request is too late
 	teeWait := !held
 	for _, c := range h.collectors {
 		if teeWait && c != nil && c.tee != nil {
