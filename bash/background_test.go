@@ -139,7 +139,7 @@ func TestBackgroundTerminateAndWait(t *testing.T) {
 	p = start(t, e, "sleep 0.4; echo done")
 	res, err = p.Wait(ctxT(t, 10*time.Second))
 	require.NoError(t, err)
-	assert.True(t, res.ExitedNormally())
+	assert.True(t, res.Success())
 	assert.Equal(t, "done\n", string(res.Stdout.Tail))
 }
 

@@ -36,7 +36,7 @@ func TestExecResult(t *testing.T) {
 	assert.False(t, res.TimedOut || res.Cancelled || res.Lingering || res.PipesHeld)
 	assert.NotZero(t, res.Pid)
 	assert.Positive(t, res.Duration)
-	assert.False(t, res.ExitedNormally())
+	assert.False(t, res.Success())
 	assert.Equal(t, "out\n[stderr]\nerr\n[exit code 3]\n", bash.Render(res, nil))
 
 	res = exec(t, e, bash.Request{Command: "kill -SEGV $$"})

@@ -205,7 +205,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	defer e.store.release(sr)
 	res := newResult(req.Command, h, sr)
 	// Close may end the tree before this call sees it closing: a signal then is Close's.
-	res.Timeout, res.Cancelled = timeout, cancelled || done.Closed(e.closing) && sr.Signal != ""
+	res.Timeout, res.Cancelled = timeout, (cancelled || done.Closed(e.closing) && sr.Signal != "") && !sr.TimedOut
 	if survivors(h, &res) {
 		h.Close()
 	} else {

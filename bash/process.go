@@ -116,7 +116,7 @@ func (p *Process) watch() {
 	}
 	sr, _ := p.h.Wait(context.Background()) // settled: returns at once
 	r := newResult(p.command, p.h, sr)
-	r.Cancelled = p.cancelled.Load() || (done.Closed(p.e.closing) && r.Signal != "")
+	r.Cancelled = p.cancelled.Load() || (done.Closed(p.e.closing) && r.Signal != "") // a background command has no timeout
 	gone := survivors(p.h, &r)
 	p.result = r
 	if !r.Lingering {

@@ -111,7 +111,7 @@ func renderStatus(b *strings.Builder, r Result) {
 	if r.Lingering {
 		renderSurvivors(b, r)
 	}
-	if r.Sandbox != nil && !r.ExitedNormally() && !r.Cancelled && !r.TimedOut {
+	if r.Sandbox != nil && !r.Success() && !r.Cancelled && !r.TimedOut {
 		code := r.ExitCode
 		if n, ok := map[string]int{"SIGXCPU": 24, "SIGXFSZ": 25}[r.Signal]; ok {
 			code = 128 + n // the limits' signals, as a shell reports them

@@ -26,9 +26,9 @@ func TestRender(t *testing.T) {
 	}{
 		{"normal", bash.Result{Stdout: stream("hello\n", 6)},
 			"hello\n[exit code 0]\n"},
-		{"both streams, no final newline", bash.Result{ExitCode: 2, Stdout: stream("out", 3), Stderr: stream("err\n", 4)},
+		{"both streams, no final newline", bash.Result{Outcome: subprocess.Outcome{ExitCode: 2}, Stdout: stream("out", 3), Stderr: stream("err\n", 4)},
 			"out\n[stderr]\nerr\n[exit code 2]\n"},
-		{"stderr only", bash.Result{ExitCode: 1, Stderr: stream("boom\n", 5)},
+		{"stderr only", bash.Result{Outcome: subprocess.Outcome{ExitCode: 1}, Stderr: stream("boom\n", 5)},
 			"[stderr]\nboom\n[exit code 1]\n"},
 		{"nothing", bash.Result{}, "(no output)\n[exit code 0]\n"},
 		{"invalid UTF-8", bash.Result{Stdout: stream("a\xffb\n", 4)}, "a\uFFFDb\n[exit code 0]\n"},
@@ -39,7 +39,7 @@ func TestRender(t *testing.T) {
 		}()},
 			"[stdout truncated: only its last 4 bytes of 1000 bytes are shown below; the whole stdout is in the file /tmp/x/stdout-1.log. " +
 				"Read parts of it with a command such as `sed -n '1,200p' FILE`, `grep -n PATTERN FILE` or `tail -c 20000 FILE`]\nend\n[exit code 0]\n"},
-		{"truncated past the spill cap", bash.Result{ExitCode: 1, Stderr: stream("tail\n", 99999)},
+		{"truncated past the spill cap", bash.Result{Outcome: subprocess.Outcome{ExitCode: 1}, Stderr: stream("tail\n", 99999)},
 			"[stderr]\n[stderr truncated: only its last 5 bytes of 99999 bytes are shown below; the earlier output was too large to keep (over maxSpillBytes)]\ntail\n[exit code 1]\n"},
 		{"spill lost", bash.Result{Stdout: func() subprocess.StreamResult {
 			s := stream("t\n", 50)
@@ -47,12 +47,12 @@ func TestRender(t *testing.T) {
 			return s
 		}()},
 			"[stdout truncated: only its last 2 bytes of 50 bytes are shown below; the file meant to keep the whole stdout was lost (tool failure: write spill file: no space left on device)]\nt\n[exit code 0]\n"},
-		{"timeout", bash.Result{ExitCode: -1, Signal: "SIGKILL", TimedOut: true, Timeout: 2 * time.Minute, Stdout: stream("partial\n", 8)},
+		{"timeout", bash.Result{Outcome: subprocess.Outcome{ExitCode: -1, Signal: "SIGKILL", TimedOut: true}, Timeout: 2 * time.Minute, Stdout: stream("partial\n", 8)},
 			"partial\n[timed out after 2m0s: the command and every process it started were terminated (the shell ended by SIGKILL)]\n"},
-		{"signal", bash.Result{ExitCode: -1, Signal: "SIGSEGV"}, "(no output)\n[killed by signal SIGSEGV]\n"},
-		{"cancelled", bash.Result{ExitCode: -1, Signal: "SIGTERM", Cancelled: true},
+		{"signal", bash.Result{Outcome: subprocess.Outcome{ExitCode: -1, Signal: "SIGSEGV"}}, "(no output)\n[killed by signal SIGSEGV]\n"},
+		{"cancelled", bash.Result{Outcome: subprocess.Outcome{ExitCode: -1, Signal: "SIGTERM", Cancelled: true}},
 			"(no output)\n[cancelled: the command and every process it started were terminated (the shell ended by SIGTERM)]\n"},
-		{"survivors", bash.Result{PipesHeld: true, Lingering: true, Stdout: stream("done\n", 5), Survivors: []procinspect.Proc{
+		{"survivors", bash.Result{Outcome: subprocess.Outcome{PipesHeld: true}, Lingering: true, Stdout: stream("done\n", 5), Survivors: []procinspect.Proc{
 			{Identity: procinspect.Identity{Pid: 41, Start: 1}, Comm: "sleep"},
 			{Identity: procinspect.Identity{Pid: 42, Start: 1}, Comm: "python3"},
 		}}, "done\n[exit code 0]\n" +
@@ -87,7 +87,7 @@ func TestRenderErrors(t *testing.T) {
 			"[cancelled before it started, the command did not run: bash: exec: context canceled]\n"},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, bash.Render(bash.Result{ExitCode: 3}, c.err))
+		assert.Equal(t, c.want, bash.Render(bash.Result{Outcome: subprocess.Outcome{ExitCode: 3}}, c.err))
 	}
 }
 
@@ -101,13 +101,13 @@ func TestRenderDelta(t *testing.T) {
 
 	quiet := bash.Delta{Pid: 7, Next: bash.Offsets{Stdout: 15, Stderr: 2}}
 	assert.Equal(t, "[no new output; background process 7 is still running]\n", bash.RenderDelta(quiet))
-	quiet.Result = &bash.Result{ExitCode: 0}
+	quiet.Result = &bash.Result{Outcome: subprocess.Outcome{ExitCode: 0}}
 	quiet.Stdout = subprocess.Delta{From: 15, Next: 15, Total: 15, Done: true}
 	quiet.Stderr = subprocess.Delta{From: 2, Next: 2, Total: 2, Done: true}
 	assert.Equal(t, "[background process 7 has ended; all output has been read]\n[exit code 0]\n", bash.RenderDelta(quiet),
 		"nothing new from a process that ended: only the end")
 
-	res := &bash.Result{ExitCode: 1}
+	res := &bash.Result{Outcome: subprocess.Outcome{ExitCode: 1}}
 	ended := bash.Delta{
 		Pid:    7,
 		Stdout: subprocess.Delta{From: 900, Dropped: 900, Data: []byte("\x80\x80tail\n"), Next: 906, Total: 906, Done: true},

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/subkit/subkit/procinspect"
-	"github.com/subkit/subkit/sandbox"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -14,24 +13,18 @@ type Result struct {
 	Command string
 	Argv    []string // what was run: bash -c Command
 	Pid     int      // the shell's pid, also its process group id on POSIX
-	// ExitCode is the shell's exit status, or -1 when a signal ended it.
-	ExitCode int
-	// Signal names the signal that ended the shell ("SIGKILL"), or is "".
-	Signal string
-	// TimedOut: the foreground timeout expired and the process group was terminated.
-	TimedOut bool
+	// Outcome is how the shell ended. TimedOut is the foreground timeout's (Timeout; a
+	// background command has none). Cancelled: the caller ended the command before it
+	// finished (Exec's ctx, Process Terminate or Close, or the Executor's Close) and the
+	// process group was terminated. PipesHeld: a process the shell started kept an output
+	// pipe open past the drain grace; output written after that is not in the result.
+	// Sandbox says how the command was confined (Config.Sandbox), or is nil.
+	subprocess.Outcome
 	// Timeout is the foreground timeout that applied (after the MaxTimeout cap); 0 for a
 	// background command.
 	Timeout time.Duration
-	// Cancelled: the caller ended the command before it finished (Exec's ctx, Process
-	// Terminate or Close, or the Executor's Close) and the process group was terminated.
-	Cancelled bool
-	Duration  time.Duration
 	// Stdout and Stderr hold each stream's tail, total size, truncation and spill file.
 	Stdout, Stderr subprocess.StreamResult
-	// PipesHeld: after the shell exited, a process it started kept an output pipe open past
-	// the drain grace; output written after that is not in the result.
-	PipesHeld bool
 	// Lingering: members of the command's process group were still running when the shell
 	// exited (a `server &`). The executor owns them until they exit or it is closed.
 	Lingering bool
@@ -40,21 +33,11 @@ type Result struct {
 	// (SurvivorsErr says why).
 	Survivors    []procinspect.Proc
 	SurvivorsErr error
-	// Sandbox says how the command was confined (Config.Sandbox), or is nil.
-	Sandbox *sandbox.Report
 }
 
-// ExitedNormally reports whether the shell exited by itself with status 0.
-func (r Result) ExitedNormally() bool {
-	return r.ExitCode == 0 && r.Signal == "" && !r.TimedOut && !r.Cancelled
-}
-
+// newResult is r as a command's result; the caller sets Timeout and Cancelled.
 func newResult(command string, h *subprocess.Handle, r subprocess.Result) Result {
-	return Result{
-		Command: command, Argv: h.Argv(), Pid: r.Pid, ExitCode: r.ExitCode, Signal: r.Signal,
-		TimedOut: r.TimedOut, Duration: r.Duration, Stdout: r.Stdout, Stderr: r.Stderr,
-		PipesHeld: r.PipesHeld, Sandbox: r.Sandbox,
-	}
+	return Result{Command: command, Argv: h.Argv(), Pid: r.Pid, Outcome: r.Outcome, Stdout: r.Stdout, Stderr: r.Stderr}
 }
 
 // Bounds of the liveness checks on a settled handle's tree.

@@ -39,7 +39,7 @@ func BenchmarkBashTrue(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if !res.ExitedNormally() || res.Lingering {
+			if !res.Success() || res.Lingering {
 				b.Fatalf("exec: exit %d, signal %q, timed out %v, cancelled %v, lingering %v",
 					res.ExitCode, res.Signal, res.TimedOut, res.Cancelled, res.Lingering)
 			}

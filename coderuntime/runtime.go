@@ -3,7 +3,7 @@ package coderuntime
 import (
 	"time"
 
-	"github.com/subkit/subkit/sandbox"
+	"github.com/subkit/subkit/subprocess"
 )
 
 // Language names the language of a Request's code.
@@ -67,22 +67,15 @@ type Request struct {
 // Result is how a run ended.
 type Result struct {
 	Language Language
-	// ExitCode is the interpreter's exit status, or -1 when a signal ended it.
-	ExitCode int
-	// Signal names the signal that ended the interpreter ("SIGKILL", "SIGTERM"), or "".
-	Signal string
-	// TimedOut: the Request's timeout expired and the run was terminated.
-	TimedOut bool
-	// Cancelled: Run's ctx ended during the run and the run was terminated.
-	Cancelled bool
-	// PipesHeld: processes the code started still held its output open after it exited; the
-	// result did not wait for them beyond the drain grace, and they were ended.
-	PipesHeld bool
-	// Sandbox says how the run was confined (the Service's Config.Sandbox), or is nil.
-	Sandbox *sandbox.Report
-	// Duration is the run's wall time, from start to the settled result.
-	Duration time.Duration
-	// Stdout and Stderr are what the code wrote, each kept apart.
+	// Outcome is how the interpreter ended. TimedOut: the Request's timeout expired.
+	// Cancelled: Run's ctx ended during the run. Either way the run was terminated.
+	// PipesHeld: processes the code started still held its output open after it exited;
+	// the result did not wait for them beyond the drain grace, and they were ended. Sandbox
+	// says how the run was confined (the Service's Config.Sandbox), or is nil.
+	subprocess.Outcome
+	// Stdout and Stderr are what the code wrote, each kept apart. They are Outputs, text
+	// tails as a session's Execution has, not the Service's StreamResults (see
+	// subprocess.Outcome).
 	Stdout, Stderr Output
 	// Error is the uncaught exception or syntax error that ended the code, or nil. Runtimes
 	// report it for python3 and node; bash has no such notion.

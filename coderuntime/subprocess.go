@@ -518,8 +518,8 @@ func (r *Runtime) run(ctx context.Context, req Request, lang language, path, dir
 	}
 
 	res, cancelled, err := r.wait(ctx, h, spec.Grace)
-	out.ExitCode, out.Signal, out.TimedOut, out.Cancelled = res.ExitCode, res.Signal, res.TimedOut, cancelled
-	out.PipesHeld, out.Duration, out.Sandbox = res.PipesHeld, res.Duration, res.Sandbox
+	out.Outcome = res.Outcome
+	out.Cancelled = cancelled && !res.TimedOut
 	out.Stdout, out.Stderr = output(res.Stdout), output(res.Stderr)
 	if report != nil {
 		ce, rerr := readCodeError(report, workPrefixes(work))

@@ -48,10 +48,14 @@ func (e Ended) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
 // Exit is the report of Shutdown: how the server ended, its exit status and its stderr.
 type Exit struct {
-	Ended    Ended
-	Pid      int
-	ExitCode int    // -1 when a signal ended the server
-	Signal   string // "SIGTERM", "SIGKILL", ... or ""
+	Ended Ended
+	Pid   int
+	// Outcome is how the server's process ended, as its tree's result settled; ExitCode is
+	// -1 until it has. TimedOut is never set (the Client gives the server no timeout:
+	// Config.ShutdownTimeout and Config.ExitTimeout bound Shutdown's steps, and ShutdownErr
+	// says which failed); Cancelled says the Client terminated the server before it ended by
+	// itself (Ended then says terminated, killed or crashed); PipesHeld concerns its stderr.
+	subprocess.Outcome
 	// Stderr is what the collector kept of the server's stderr: the tail, the total byte
 	// count, whether it was truncated, and the spill file when Config.StderrSpillBytes asked
 	// for one (the caller removes it).
@@ -82,7 +86,7 @@ type Exit struct {
 // goes on: call Shutdown or Close again to wait for it), or the termination's failure.
 func (c *Client) Shutdown(ctx context.Context) (Exit, error) {
 	if err := c.usable(ctx, "shutdown"); err != nil {
-		return Exit{Ended: EndedUnknown, ExitCode: -1}, err
+		return Exit{Ended: EndedUnknown, Outcome: subprocess.Outcome{ExitCode: -1}}, err
 	}
 	c.politeOnce.Do(func() { c.shutdownErr = c.polite(ctx) })
 	var errs []error
@@ -237,12 +241,12 @@ func (c *Client) teardown(ctx context.Context) error {
 
 // report builds the Exit; settled says the handle's result is final.
 func (c *Client) report(settled bool) Exit {
-	e := Exit{Pid: c.h.Pid(), ExitCode: -1, ShutdownErr: c.shutdownErr, Escaped: int(c.escaped.Load())}
+	e := Exit{Pid: c.h.Pid(), Outcome: subprocess.Outcome{ExitCode: -1}, ShutdownErr: c.shutdownErr, Escaped: int(c.escaped.Load())}
 	if !settled {
 		return e
 	}
 	res, _ := c.h.Wait(context.Background())
-	e.ExitCode, e.Signal, e.Stderr = res.ExitCode, res.Signal, res.Stderr
+	e.Outcome, e.Stderr = res.Outcome, res.Stderr
 	c.mu.Lock()
 	crashed := c.crashed
 	c.mu.Unlock()

@@ -247,5 +247,5 @@ func (s *Session) exitResult() (subprocess.Result, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return subprocess.Result{Pid: s.term.Pid(), ExitCode: s.exitStatus}, nil
+	return subprocess.Result{Pid: s.term.Pid(), Outcome: subprocess.Outcome{ExitCode: s.exitStatus}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/subkit/subkit/internal/done"
@@ -17,31 +18,15 @@ import (
 // Result is how a spawned tree ended: a snapshot taken when the Handle settles. Streams that
 // daemons still hold go on after it (see Handle.ReadOutput).
 type Result struct {
-	Pid      int
-	ExitCode int    // the leader's exit status; -1 when a signal ended it or the status is unknown
-	Signal   string // "SIGKILL", "SIGTERM", ... when a signal ended the leader; "" otherwise
-	// ExitErr says why the leader's exit status is unknown (ExitCode is then -1): for
-	// instance, something else in the host process reaped it. It is nil otherwise.
-	ExitErr error
-	// TimedOut is true when Spec.Timeout expired before the result settled and the Service
-	// terminated the tree: while the leader ran, or while the drain waited for descendants
-	// that held its pipes. A leader that exited on its own, with its pipes drained, before the
-	// timeout is never TimedOut.
-	TimedOut bool
-	Duration time.Duration
-	Usage    Usage // the leader's CPU time and peak memory, where the OS tells
-	// Sandbox says which backend confined the tree and what it could not enforce; nil for a
-	// tree that ran unconfined.
-	Sandbox *sandbox.Report
+	Pid int
+	// Outcome is how the leader ended: its status or signal, TimedOut (Spec.Timeout),
+	// Cancelled (Terminate, Close or Service.Close before the result settled), Duration,
+	// PipesHeld and Sandbox.
+	Outcome
+	Usage Usage // the leader's CPU time and peak memory, where the OS tells
 	// StdinErr is the error Spec.Stdin's Reader returned (not io.EOF), when the copy had
 	// ended by settlement; a child that exits without reading all of its stdin is no error.
 	StdinErr error
-	// PipesHeld is true when descendants still held a collected output pipe open (for a
-	// terminal, the terminal) after the leader exited and the drain grace (Spec.DrainGrace)
-	// ran out: the result settled without waiting for them. Their output goes on into the
-	// same tail and spill, readable with ReadOutput, until they close the pipe or Terminate
-	// or Close ends them.
-	PipesHeld bool
 	// Stdout and Stderr are zero unless the stream was collected: the stream as it stood at
 	// settlement. A terminal's output is Stdout.
 	Stdout, Stderr StreamResult
@@ -76,6 +61,7 @@ type Handle struct {
 	settledCh  chan struct{} // closed once result is final
 	endedCh    chan struct{} // closed once the Handle has left the Service's live set
 	result     Result
+	cancelled  atomic.Bool // the caller asked to end the tree before the result settled
 
 	term memo
 
@@ -256,7 +242,21 @@ func (h *Handle) Terminate(ctx context.Context) error {
 	if err := checkCtx("terminate", h.argv[0], ctx); err != nil {
 		return err
 	}
+	h.cancelRequested()
+	return h.terminate(ctx)
+}
+
+// terminate is Terminate without recording a cancellation: the timeout's.
+func (h *Handle) terminate(ctx context.Context) error {
 	return h.term.run(ctx, func() error { return h.escalate(true) }, "terminate", h.argv[0])
+}
+
+// cancelRequested records, for Result.Cancelled, that the caller asked to end the tree: only
+// while the result is open (the leader runs, or its output drains).
+func (h *Handle) cancelRequested() {
+	if !done.Closed(h.leaderDone) || !done.Closed(h.pumpsDone) {
+		h.cancelled.Store(true)
+	}
 }
 
 // escalate ends the tree under the Service's ending policy. With sweep, it also ends the
@@ -400,6 +400,7 @@ func (h *Handle) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
+		h.cancelRequested()
 		h.closeErr = h.end(ctx, true)
 		select {
 		case <-h.endedCh:
@@ -426,7 +427,7 @@ func (h *Handle) run(timeout time.Duration) {
 	timedOut := false
 	onTimeout := func() {
 		timedOut, timeoutC = true, nil
-		go h.Terminate(context.Background())
+		go h.terminate(context.Background()) // not the caller's: no Cancelled
 	}
 	select {
 	case <-h.tree.exited():
@@ -462,6 +463,7 @@ wait:
 			}
 		}
 	}
+	cancelled := h.cancelled.Load() && !timedOut // read as the result settles: a later request is too late
 	teeWait := !held
 	for _, c := range h.collectors {
 		if teeWait && c != nil && c.tee != nil {
@@ -483,8 +485,9 @@ wait:
 		}
 	}
 
-	r := Result{Pid: h.pid, ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err,
-		TimedOut: timedOut, PipesHeld: held, Usage: exit.usage, StdinErr: stdinErr, Sandbox: h.sandbox}
+	r := Result{Pid: h.pid, Usage: exit.usage, StdinErr: stdinErr, Outcome: Outcome{
+		ExitCode: exit.code, Signal: exit.signal, ExitErr: exit.err, TimedOut: timedOut,
+		Cancelled: cancelled, PipesHeld: held, Sandbox: h.sandbox}}
 	if h.proxy != nil { // the program has ended, and its network namespace with it
 		r.Sandbox = h.proxy.end(h.svc.log, h.sandbox)
 	}

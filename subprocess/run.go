@@ -3,7 +3,6 @@ package subprocess
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -20,51 +19,10 @@ type Usage struct {
 	MaxRSS int64
 }
 
-// Success reports whether the leader exited with status 0 on its own: no signal, no timeout,
-// and a known status.
-func (r Result) Success() bool {
-	return r.ExitCode == 0 && r.Signal == "" && r.ExitErr == nil && !r.TimedOut
-}
-
-// Err is nil when the run succeeded (Success), else an *ExitError that says how it ended, for
-// callers that treat a failed program as an error (as os/exec's Run does).
-func (r Result) Err() error {
-	if r.Success() {
-		return nil
-	}
-	return &ExitError{Result: r}
-}
-
-// ExitError is a run that did not succeed: a non-zero status, a signal, a timeout, or an
-// unknown status. Its Result has the rest (output tails included).
-type ExitError struct {
-	Result Result
-}
-
-func (e *ExitError) Error() string {
-	r := e.Result
-	var s string
-	switch {
-	case r.ExitErr != nil:
-		s = "exit status unknown: " + r.ExitErr.Error()
-	case r.Signal != "":
-		s = "signal: " + r.Signal
-	default:
-		s = fmt.Sprintf("exit status %d", r.ExitCode)
-	}
-	if r.TimedOut {
-		s = "timed out after " + r.Duration.Round(time.Millisecond).String() + " (" + s + ")"
-	}
-	return s
-}
-
-// Unwrap returns the reason the status is unknown, when it is.
-func (e *ExitError) Unwrap() error { return e.Result.ExitErr }
-
 // Run spawns spec on svc, waits for its result and closes the handle: the common case in one
 // call. Its error is the spawn's or the wait's (ctx ended: the tree is terminated first, and
-// the Result is what was collected until then); a program that failed is not an error here
-// (see Result.Err).
+// the Result is what was collected until then, Cancelled); a program that failed is not an
+// error here (see Outcome.Err).
 func Run(ctx context.Context, svc *Service, spec Spec) (Result, error) {
 	if err := checkCtx("run", spec.Path, ctx); err != nil {
 		return Result{}, err

@@ -28,7 +28,8 @@ func TestRunAndExitError(t *testing.T) {
 	var ee *subprocess.ExitError
 	require.ErrorAs(t, res.Err(), &ee)
 	assert.Equal(t, "exit status 3", ee.Error())
-	assert.Equal(t, "oops\n", string(ee.Result.Stderr.Tail))
+	assert.Equal(t, 3, ee.Outcome.ExitCode)
+	assert.False(t, res.Cancelled, "it exited by itself")
 
 	res, err = subprocess.Run(context.Background(), svc, sh(`kill -KILL $$`))
 	require.NoError(t, err)
@@ -39,6 +40,7 @@ func TestRunAndExitError(t *testing.T) {
 	res, err = subprocess.Run(context.Background(), svc, spec)
 	require.NoError(t, err)
 	assert.True(t, res.TimedOut)
+	assert.False(t, res.Cancelled, "the timeout ended it, not the caller")
 	assert.Contains(t, res.Err().Error(), "timed out after")
 
 	// The caller gives up once the program has started (its output says so).
@@ -55,7 +57,29 @@ func TestRunAndExitError(t *testing.T) {
 	res, err = subprocess.Run(ctx, svc, spec)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, "SIGTERM", res.Signal, "the tree was terminated and its result returned")
+	assert.True(t, res.Cancelled)
+	assert.Contains(t, res.Err().Error(), "cancelled after")
 	assert.Equal(t, "started\n", string(res.Stdout.Tail))
+
+	// Terminate before the result settles is a cancellation; after, it changes nothing.
+	h, err := svc.Spawn(context.Background(), sh(`exec sleep 1000`))
+	require.NoError(t, err)
+	require.NoError(t, h.Terminate(context.Background()))
+	res, err = h.Wait(context.Background())
+	require.NoError(t, err)
+	assert.True(t, res.Cancelled)
+	assert.False(t, res.Success())
+	h.Close()
+	h, err = svc.Spawn(context.Background(), sh(`true`))
+	require.NoError(t, err)
+	_, err = h.Wait(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, h.Terminate(context.Background()))
+	res, err = h.Wait(context.Background())
+	require.NoError(t, err)
+	assert.False(t, res.Cancelled, "it had settled")
+	assert.True(t, res.Success())
+	h.Close()
 
 	_, err = subprocess.Run(nil, svc, sh(`true`)) //nolint:staticcheck // the nil context is the test
 	assert.ErrorIs(t, err, subprocess.ErrInvalid)

@@ -406,6 +406,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	for i, h := range hs {
 		wg.Go(func() {
 			// No sweep per tree: one sweep of the Service's cookie follows for all of them.
+			h.cancelRequested()
 			if err := h.end(ctx, false); err != nil {
 				errs[i] = fmt.Errorf("pid %d: %w", h.Pid(), err)
 				return

@@ -114,9 +114,10 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return fail("internal", exitFailure, err)
 		}
+		res.Cancelled = true // interrupted, even if the tree settled by itself meanwhile
 	}
 	if *asJSON {
-		out := execResultOf(h.Argv(), res, *timeout, cancelled)
+		out := execResultOf(h.Argv(), res, *timeout)
 		writeJSON(stdout, out)
 		if cancelled {
 			return exitCancelled

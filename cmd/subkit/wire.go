@@ -72,6 +72,17 @@ type runOut struct {
 	Sandbox    *sandboxOutput `json:"sandbox,omitempty" jsonschema:"how it was confined, when it ran in the sandbox"`
 }
 
+// runOutOf is how a run ended (o) on the wire, with the timeout that applied, in milliseconds
+// (0: none), and its streams: the one rendering of a subprocess.Outcome, for exec, bash and
+// code alike.
+func runOutOf(o subprocess.Outcome, timeoutMs int64, stdout, stderr streamOut) runOut {
+	return runOut{
+		exitOut: exitOf(o.ExitCode, o.Signal), TimedOut: o.TimedOut, TimeoutMs: timeoutMs, Cancelled: o.Cancelled,
+		PipesHeld: o.PipesHeld, DurationMs: o.Duration.Milliseconds(), Stdout: stdout, Stderr: stderr,
+		Sandbox: sandboxJSON(o.Sandbox),
+	}
+}
+
 // execResult is a program's run: subkit exec's result.
 type execResult struct {
 	Argv []string `json:"argv" jsonschema:"the command line that ran"`
@@ -79,12 +90,9 @@ type execResult struct {
 	runOut
 }
 
-func execResultOf(argv []string, r subprocess.Result, timeout time.Duration, cancelled bool) execResult {
-	return execResult{Argv: nonNil(argv), Pid: r.Pid, runOut: runOut{
-		exitOut: exitOf(r.ExitCode, r.Signal), TimedOut: r.TimedOut, TimeoutMs: timeout.Milliseconds(), Cancelled: cancelled,
-		PipesHeld: r.PipesHeld, DurationMs: r.Duration.Milliseconds(), Stdout: streamOf(r.Stdout), Stderr: streamOf(r.Stderr),
-		Sandbox: sandboxJSON(r.Sandbox),
-	}}
+func execResultOf(argv []string, r subprocess.Result, timeout time.Duration) execResult {
+	return execResult{Argv: nonNil(argv), Pid: r.Pid,
+		runOut: runOutOf(r.Outcome, timeout.Milliseconds(), streamOf(r.Stdout), streamOf(r.Stderr))}
 }
 
 // procOut names a process.
@@ -103,11 +111,8 @@ type bashResult struct {
 
 func bashResultOf(r bash.Result) bashResult {
 	out := bashResult{
-		execResult: execResult{Argv: nonNil(r.Argv), Pid: r.Pid, runOut: runOut{
-			exitOut: exitOf(r.ExitCode, r.Signal), TimedOut: r.TimedOut, TimeoutMs: r.Timeout.Milliseconds(), Cancelled: r.Cancelled,
-			PipesHeld: r.PipesHeld, DurationMs: r.Duration.Milliseconds(), Stdout: streamOf(r.Stdout), Stderr: streamOf(r.Stderr),
-			Sandbox: sandboxJSON(r.Sandbox),
-		}},
+		execResult: execResult{Argv: nonNil(r.Argv), Pid: r.Pid,
+			runOut: runOutOf(r.Outcome, r.Timeout.Milliseconds(), streamOf(r.Stdout), streamOf(r.Stderr))},
 		Command: r.Command, Lingering: r.Lingering, Survivors: []procOut{},
 	}
 	for _, p := range r.Survivors {
@@ -146,11 +151,8 @@ type codeResult struct {
 
 // codeResultOf is r on the wire; timeout is the one that applied (noTimeout: none).
 func codeResultOf(r coderuntime.Result, timeout time.Duration) codeResult {
-	return codeResult{Language: string(r.Language), Error: codeErrorOf(r.Error), runOut: runOut{
-		exitOut: exitOf(r.ExitCode, r.Signal), TimedOut: r.TimedOut, TimeoutMs: timeoutMs(timeout), Cancelled: r.Cancelled,
-		PipesHeld: r.PipesHeld, DurationMs: r.Duration.Milliseconds(), Stdout: outputOf(r.Stdout), Stderr: outputOf(r.Stderr),
-		Sandbox: sandboxJSON(r.Sandbox),
-	}}
+	return codeResult{Language: string(r.Language), Error: codeErrorOf(r.Error),
+		runOut: runOutOf(r.Outcome, timeoutMs(timeout), outputOf(r.Stdout), outputOf(r.Stderr))}
 }
 
 // cellValueOut is one result of a cell: the value of its trailing expression or a display.
