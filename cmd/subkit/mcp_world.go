@@ -34,7 +34,7 @@ type mcpWorld struct {
 	shells *shell.Manager
 	pool   *lsp.Pool
 	lsp    lspState                       // the language-server tools' own state (mcp_lsp.go)
-	bg     *registry[*bash.Process]       // background processes (mcp_bash.go)
+	bg     *registry[*bgProc]             // background processes (mcp_bash.go)
 	cells  *registry[coderuntime.Session] // code sessions (mcp_code.go)
 
 	life     context.Context // ends when the world starts ending: every call in progress is cancelled
