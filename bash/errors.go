@@ -76,8 +76,8 @@ func (e *ConfigError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // RequestError is a bad Request. It wraps ErrInvalid (or ErrTooMany, for the running cap).
 type RequestError struct {
-	// Field is the Request field concerned: "Command", "Timeout", "StdoutMaxBytes", "Env" or
-	// "ManagedEnv"; for ReadOutput and WaitOutput, the offset that is wrong, "Offsets.Stdout"
+	// Field is the Request field concerned: "Command", "Timeout", "StdoutMaxBytes", "Env",
+	// "ManagedEnv" or "Dir"; for ReadOutput and WaitOutput, the offset that is wrong, "Offsets.Stdout"
 	// or "Offsets.Stderr" (beyond the end of its stream, or negative), or "ctx" for a nil
 	// context.
 	Field string

@@ -189,10 +189,17 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 	case <-e.closing:
 		cancelled = true
 	}
-	if cancelled && done.Closed(h.Done()) {
-		cancelled = false // it ended by itself meanwhile
+	return e.settle(h, req.Command, timeout, cancelled, false)
+}
+
+// settle ends a foreground command's tree when it was cancelled or timed out (by the caller's
+// own timer: timedOut), waits for its result, and hands a tree that outlives the shell to
+// adopt.
+func (e *Executor) settle(h *subprocess.Handle, command string, timeout time.Duration, cancelled, timedOut bool) (Result, error) {
+	if (cancelled || timedOut) && done.Closed(h.Done()) {
+		cancelled, timedOut = false, false // it ended by itself meanwhile
 	}
-	if cancelled {
+	if cancelled || timedOut {
 		e.stop(h)
 	}
 	wctx, cancel := context.WithTimeout(context.Background(), e.cfg.Grace+stopSlack)
@@ -203,9 +210,10 @@ func (e *Executor) Exec(ctx context.Context, req Request) (Result, error) {
 			Hint: "the process group could not be ended; Close will try again"}
 	}
 	defer e.store.release(sr)
-	res := newResult(req.Command, h, sr)
+	res := newResult(command, h, sr)
 	// Close may end the tree before this call sees it closing: a signal then is Close's.
-	res.Timeout, res.Cancelled = timeout, (cancelled || done.Closed(e.closing) && sr.Signal != "") && !sr.TimedOut
+	res.TimedOut = res.TimedOut || timedOut
+	res.Timeout, res.Cancelled = timeout, (cancelled || done.Closed(e.closing) && sr.Signal != "") && !res.TimedOut
 	if survivors(h, &res) {
 		h.Close()
 	} else {

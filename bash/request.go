@@ -3,6 +3,9 @@ package bash
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +40,10 @@ type Request struct {
 	// Stdin, when not nil, is written to the command's standard input, which is then closed.
 	// When nil, standard input is the null device: a command never waits for input.
 	Stdin []byte
+	// Dir is the directory the command starts in: "" for Config.Cwd. A relative Dir is taken
+	// relative to Config.Cwd (not to the host process's working directory). It must be an
+	// existing directory; anything else is a *RequestError with Field "Dir".
+	Dir string
 }
 
 // spec turns a request into a Spec. It returns the foreground timeout that applies.
@@ -65,6 +72,10 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	if err != nil {
 		return subprocess.Spec{}, 0, err
 	}
+	dir, err := e.dir(req.Dir)
+	if err != nil {
+		return subprocess.Spec{}, 0, err
+	}
 	timeout := time.Duration(0)
 	if !background {
 		timeout = req.Timeout
@@ -79,7 +90,7 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	}
 	spec := subprocess.Spec{
 		Path: e.shell.Path, Args: []string{"-c", req.Command},
-		Dir: c.Cwd, Env: env, Grace: c.Grace, DrainGrace: c.DrainGrace, Timeout: timeout,
+		Dir: dir, Env: env, Grace: c.Grace, DrainGrace: c.DrainGrace, Timeout: timeout,
 		Stdout: subprocess.Output{TailBytes: stdoutTail, SpillBytes: c.MaxSpillBytes},
 		Stderr: subprocess.Output{TailBytes: c.MaxOutputBytes, SpillBytes: c.MaxSpillBytes},
 	}
@@ -95,6 +106,32 @@ func (e *Executor) spec(req Request, background bool) (subprocess.Spec, time.Dur
 	}
 	spec.Env = append(spec.Env, e.shell.Env...)
 	return spec, timeout, nil
+}
+
+// dir resolves a request's Dir against Config.Cwd and checks that it is a directory.
+func (e *Executor) dir(d string) (string, error) {
+	if d == "" {
+		return e.cfg.Cwd, nil
+	}
+	bad := func(format string, args ...any) error {
+		return &RequestError{Field: "Dir", Err: fmt.Errorf(format, args...)}
+	}
+	if strings.ContainsRune(d, 0) {
+		return "", bad("contains a NUL byte, which no path can hold")
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(e.cfg.Cwd, d)
+	}
+	fi, err := os.Stat(d)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", bad("%s does not exist; give an existing directory, absolute or relative to %s", d, e.cfg.Cwd)
+	case err != nil:
+		return "", bad("%s cannot be used: %v", d, err)
+	case !fi.IsDir():
+		return "", bad("%s is not a directory; give the directory to start in", d)
+	}
+	return filepath.Clean(d), nil
 }
 
 // env builds the explicit part of a command's environment: the model-friendly defaults, the

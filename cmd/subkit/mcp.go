@@ -36,9 +36,11 @@ Serves the kit as a Model Context Protocol server: over stdin and stdout (newlin
 JSON-RPC, one client) until stdin ends, or with --http over streamable HTTP on a loopback address
 at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and output schemas:
 
-  bash                   run one command with the bash executor (as subkit bash)
-  bash_start, bash_read, bash_stop
-                         background commands, read by whole-stream offsets
+  bash                   run one command with the bash executor (as subkit bash); without
+                         timeout_ms, one still running after wait_ms (30 s) goes on in the
+                         background instead of being killed, and the answer gives its id
+  bash_start, bash_read, bash_stop, bash_list
+                         background commands, read by whole-stream offsets or as tails
   shell_open, shell_run, shell_write, shell_poll, shell_interrupt, shell_close, shell_list
                          stateful shell sessions on a terminal (as subkit shell)
   code_run               run a snippet of python3, node or bash (as subkit code)

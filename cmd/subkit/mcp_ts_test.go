@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -186,4 +187,62 @@ func findMcpClient(t *testing.T) string {
 	}
 	t.Fatal("the TypeScript MCP client is not installed: run `make tools` (npm ci of tools/mcp-client into .bin/mcp-client)")
 	return ""
+}
+
+// A command longer than the TypeScript client's default request timeout (60 s), through bash
+// without timeout_ms: the answer comes after the server's wait with a background id instead
+// of the client giving up; bash_read until exit follows it to its end, and its whole output
+// reads back from offset 0. The client's request timeout is its default, never raised.
+func TestMcpTypeScriptLongCommand(t *testing.T) {
+	t.Parallel() // most of it is the command's own 62 s
+	modules := findMcpClient(t)
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed with .bin/mcp-client installed")
+	mark := testutil.Mark() // leakChecked's, without t.Setenv, which a parallel test may not call
+	testutil.NoLeaks(t, mark)
+	tag := strconv.Itoa(600000 + rand.IntN(300000))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound on a hung client, not a measurement
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("..", "..", "tools", "mcp-client", "client.cjs"), os.Args[0], "mcp")
+	cmd.Env = append(os.Environ(), asCLIVar+"=1", "SUBKIT_MCP_CLIENT_MODULES="+modules, "SUBKIT_MCP_TAG="+tag,
+		"SUBKIT_MCP_SCENARIO=long", "SUBKIT_MCP_LONG_SECONDS=62", testutil.MarkVar+"="+mark, "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "client.cjs: stderr: %s", &stderr)
+	var out struct {
+		Long struct {
+			FirstText    string           `json:"first_text"`
+			FirstIsError bool             `json:"first_is_error"`
+			AnsweredMs   int64            `json:"answered_ms"`
+			ID           string           `json:"id"`
+			Pid          int              `json:"pid"`
+			Reads        []map[string]any `json:"reads"`
+			Followed     string           `json:"followed"`
+			Whole        string           `json:"whole"`
+			WholeDone    bool             `json:"whole_done"`
+			ExitCode     *int             `json:"exit_code"`
+			TotalMs      int64            `json:"total_ms"`
+			Listed       []bashListEntry  `json:"listed"`
+		} `json:"long"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "client.cjs output: %s", &stdout)
+	l := out.Long
+	assert.False(t, l.FirstIsError, l.FirstText)
+	assertMcpID(t, "bg-", l.ID)
+	assert.NotZero(t, l.Pid)
+	assert.Contains(t, l.FirstText, "goes on in the background as "+l.ID)
+	var want strings.Builder
+	for i := 1; i <= 62; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.WriteString("done " + tag + "\n")
+	assert.Equal(t, want.String(), l.Whole, "the whole output, read back from offset 0")
+	assert.True(t, l.WholeDone)
+	assert.Equal(t, want.String(), l.Followed, "the answer's output so far, then each bash_read from the offsets before it")
+	require.NotNil(t, l.ExitCode, "reads: %v", l.Reads)
+	assert.Equal(t, 0, *l.ExitCode)
+	require.Len(t, l.Listed, 1)
+	assert.Equal(t, l.ID, l.Listed[0].ID)
+	assert.False(t, l.Listed[0].Running)
+	assert.EqualValues(t, want.Len(), l.Listed[0].StdoutBytes)
 }

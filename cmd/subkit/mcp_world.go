@@ -35,7 +35,7 @@ type mcpWorld struct {
 	shells *shell.Manager
 	pool   *lsp.Pool
 	lsp    lspState                                // the language-server tools' own state (mcp_lsp.go)
-	bg     *registry.Registry[*bash.Process]       // background processes (mcp_bash.go)
+	bg     *registry.Registry[*bgProc]             // background processes (mcp_bash.go)
 	cells  *registry.Registry[coderuntime.Session] // code sessions (mcp_code.go)
 
 	life     context.Context // ends when the world starts ending: every call in progress is cancelled

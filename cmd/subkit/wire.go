@@ -47,7 +47,7 @@ func outputOf(o coderuntime.Output) streamOut {
 
 // exitOut is how a process ended: its status, or the signal that ended it.
 type exitOut struct {
-	ExitCode *int   `json:"exit_code" jsonschema:"the exit status; null when a signal ended it"`
+	ExitCode *int   `json:"exit_code" jsonschema:"the exit status; null when a signal ended it (or, for a bash call that went on in the background, while it runs)"`
 	Signal   string `json:"signal" jsonschema:"the signal that ended it (SIGTERM, SIGKILL), or empty"`
 }
 

@@ -33,7 +33,7 @@ func TestWireSameForCLIAndMCP(t *testing.T) {
 		}
 		return s["properties"].(map[string]any)
 	}
-	omitted := map[string]bool{"sandbox": true, "error": true, "interpreter_exit": true, "input": true, "screen": true, "mime": true, "id": true}
+	omitted := map[string]bool{"sandbox": true, "error": true, "interpreter_exit": true, "input": true, "screen": true, "mime": true, "id": true, "background": true}
 	for _, tc := range []struct {
 		name  string
 		args  []string

@@ -6,7 +6,9 @@
 // SUBKIT_MCP_CLIENT_MODULES is where `make tools` installed this directory's package.json with
 // npm ci (the SDK is resolved from there); SUBKIT_MCP_TAG is a number the test looks for in the
 // process table, and SUBKIT_MCP_SCRATCH a directory the commands may write in. The server gets
-// this process's environment.
+// this process's environment. SUBKIT_MCP_SCENARIO=long runs only the long-command scenario
+// (TestMcpTypeScriptLongCommand): a command of SUBKIT_MCP_LONG_SECONDS (62) seconds through
+// bash with the client's default request timeout, followed with bash_read until it ends.
 'use strict';
 
 const fs = require('node:fs');
@@ -48,6 +50,12 @@ async function main() {
   const client = new Client({ name: 'subkit-ts-test', version: '1' });
   await client.connect(transport);
   out.server = client.getServerVersion();
+  if (process.env.SUBKIT_MCP_SCENARIO === 'long') {
+    await longCommand(client, out);
+    await client.close();
+    process.stdout.write(JSON.stringify(out) + '\n');
+    return;
+  }
 
   // tools/list: names and schemas (listing also makes the client validate every structured
   // result against its tool's output schema from here on).
@@ -110,6 +118,52 @@ async function main() {
 
   await client.close();
   process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+// longCommand runs a command longer than the client's default request timeout (60 s) through
+// bash, with no timeout of the call's own: the answer comes after the server's wait with an id;
+// bash_read until exit (each call well under 60 s) follows it to its end, and a read from
+// offset 0 gets its whole output.
+async function longCommand(client, out) {
+  const seconds = Number(process.env.SUBKIT_MCP_LONG_SECONDS || '62');
+  const t0 = Date.now();
+  const first = await client.callTool({
+    name: 'bash',
+    arguments: { command: `for i in $(seq 1 ${seconds}); do echo line $i; sleep 1; done; echo done ${tag}` },
+  });
+  const answeredMs = Date.now() - t0;
+  const sc = first.structuredContent || {};
+  const id = sc.background && sc.background.id;
+  const reads = [];
+  let next = sc.background ? sc.background.next : { stdout: 0, stderr: 0 };
+  let followed = sc.stdout ? sc.stdout.tail : '';
+  let ended = null;
+  for (let i = 0; id && !ended && i < 20; i++) {
+    const r = await client.callTool({
+      name: 'bash_read',
+      arguments: { id, stdout_offset: next.stdout, stderr_offset: next.stderr, until: 'exit', wait_ms: 40000 },
+    });
+    reads.push({ is_error: !!r.isError, running: r.structuredContent.running, text: text(r).slice(-300) });
+    followed += r.structuredContent.stdout.data;
+    next = r.structuredContent.next;
+    if (r.structuredContent.done) ended = r.structuredContent.result;
+  }
+  const whole = id && (await client.callTool({ name: 'bash_read', arguments: { id, max_bytes: 1048576 } }));
+  const listed = await client.callTool({ name: 'bash_list', arguments: {} });
+  out.long = {
+    first_text: text(first),
+    first_is_error: !!first.isError,
+    answered_ms: answeredMs,
+    id: id || '',
+    pid: sc.pid || 0,
+    reads,
+    followed,
+    whole: whole ? whole.structuredContent.stdout.data : '',
+    whole_done: whole ? !!whole.structuredContent.done : false,
+    exit_code: ended ? ended.exit_code : null,
+    total_ms: Date.now() - t0,
+    listed: listed.structuredContent.processes,
+  };
 }
 
 main().catch((err) => {
