@@ -43,8 +43,8 @@ func (s *mcpServer) addKillTools(server *mcp.Server) {
 	addTool(s, server, &mcp.Tool{Name: "process_kill", Title: "End one process of this server's tree",
 		Description: "Ends one process that this server's tools started (a command's child, a background job's server, an " +
 			"interpreter), named by the pid and start token process_tree shows: the signal (default SIGTERM), up to grace_ms " +
-			"for it to exit, then SIGKILL. Only that process is signalled, not its group or children (its children stay in " +
-			"this server's tree: end them in turn, or the whole command with bash_stop, shell_interrupt or shell_close). " +
+			"for it to exit, then SIGKILL. Only that process is signalled, not its group or children (end them in turn, or " +
+			"the whole command with bash_stop, shell_interrupt or shell_close). " +
 			"Refused for a pid whose start token differs (the process exited and the pid was reused), and for anything " +
 			"outside this server's tree: the server itself, pid 1, other programs and users. POSIX only.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true)},
