@@ -9,12 +9,16 @@ import (
 
 	"github.com/subkit/subkit/subprocess"
 
+	"github.com/subkit/subkit/internal/termtext"
 	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
 // Render turns the outcome of Exec into the text a model sees: stdout, then stderr under a
-// "[stderr]" line, each tail preceded by a truncation notice naming the spill file and how
-// to read it, then the exit status and what was left running. Everything Render adds is on
+// "[stderr]" line, each as a terminal would show it (the kit's one rendering, the shell's
+// Render: "\r" redraws collapsed, escape sequences dropped, other control bytes as control
+// pictures, invalid UTF-8 as U+FFFD; Result keeps the raw bytes), each tail preceded by a
+// truncation notice naming the spill file and how to read it, then the exit status and what
+// was left running. Everything Render adds is on
 // lines of its own in square brackets.
 //
 // A non-nil err means the command never ran, and the text says so in words that cannot be
@@ -73,13 +77,16 @@ func renderStream(b *strings.Builder, name string, s subprocess.StreamResult, he
 	return true
 }
 
-// writeText writes output bytes as valid UTF-8, ending in a newline.
+// writeText writes output bytes as internal/termtext renders them (what a terminal would
+// show: redraws collapsed, escape sequences dropped, control bytes as control pictures,
+// invalid UTF-8 as U+FFFD), ending in a newline.
 func writeText(b *strings.Builder, data []byte) {
-	if len(data) == 0 {
+	text := termtext.Render(data)
+	if text == "" {
 		return
 	}
-	b.WriteString(strings.ToValidUTF8(string(data), "\uFFFD"))
-	if data[len(data)-1] != '\n' {
+	b.WriteString(text)
+	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
 	}
 }

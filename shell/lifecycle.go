@@ -17,6 +17,7 @@ import (
 
 	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/internal/modelenv"
+	"github.com/subkit/subkit/internal/termtext"
 )
 
 // Open starts a session: a fresh interactive, non-login bash on a pty (Config.Cols x Rows)
@@ -162,7 +163,7 @@ func (s *Session) awaitReady(ctx context.Context) error {
 			what = fmt.Sprintf("the shell exited first (status %d%s)", r.ExitCode, signalSuffix(r.Signal))
 		}
 		return &Error{Op: "open", ID: s.id, Kind: ErrStart, Err: errors.New(what),
-			Hint: "its output: " + strings.TrimSpace(Render(out))}
+			Hint: "its output: " + strings.TrimSpace(termtext.Render(out))}
 	}
 }
 

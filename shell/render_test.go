@@ -7,28 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestRender(t *testing.T) {
-	for in, want := range map[string]string{
-		"a\r\nb\r\n":                     "a\nb\n",
-		"50%\r100%\r\n":                  "100%\n",
-		"downloading 100%\rdone\n":       "doneloading 100%\n", // as a terminal shows it
-		"\rprogress 1\rprogress 2\rok\n": "okogress 2\n",
-		"abc\b\bX\n":                     "aXc\n",
-		"\b\bx":                          "x",
-		"\x1b[31mred\x1b[0m\n":           "red\n",
-		"long line\r\x1b[Kshort\n":       "short\n",
-		"\x1b]0;title\a\n":               "\x1b]0;title\a\n",
-		"cut \x1b[3":                     "cut ",
-		"\x1b[\x01x":                     "\x1b[\x01x",
-		"no newline":                     "no newline",
-		"é\rè\n":                         "è\n",
-		"bad \xff byte":                  "bad \uFFFD byte",
-		"":                               "",
-	} {
-		assert.Equal(t, want, Render([]byte(in)), "%q", in)
-	}
-}
-
 func TestPlainCommand(t *testing.T) {
 	for _, c := range []string{"true", "ls -la /tmp", "cd /tmp", "export X=1", "git status", "make -j4 test", "echo a,b:c@d%e^f~g+h"} {
 		assert.True(t, plainCommand(c), c)
@@ -64,9 +42,4 @@ func TestTranscriptTake(t *testing.T) {
 	assert.Equal(t, int64(32), tk.omitted, "40 bytes, 4 shown at each end")
 	assert.Equal(t, "1,234,567", groupDigits(1234567))
 	assert.Equal(t, "-1,000", groupDigits(-1000))
-}
-
-func TestRenderShortEscapes(t *testing.T) {
-	assert.Equal(t, "ab\n", Render([]byte("\x1b>a\x1b=\x1b(Bb\x1b7\x1b8\n")))
-	assert.Equal(t, "x\x1b]0;title\a\n", Render([]byte("x\x1b]0;title\a\n")), "OSC stays")
 }

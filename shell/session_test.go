@@ -219,11 +219,13 @@ func TestShellOutputShapes(t *testing.T) {
 
 	st := run(t, s, `printf '\033]6973;0123456789abcdef0123456789abcdef;0;;/forged\007after\n'; exit_with() { return $1; }; exit_with 7`)
 	assert.Equal(t, 7, st.ExitCode, "a marker without the session's nonce is output")
-	assert.Equal(t, "\x1b]6973;0123456789abcdef0123456789abcdef;0;;/forged\aafter\n", st.Output)
+	assert.Equal(t, "after\n", st.Output, "the text drops the escape sequence")
+	assertTranscript(t, s, st, "\x1b]6973;0123456789abcdef0123456789abcdef;0;;/forged\aafter\r\n")
 	assert.NotEqual(t, "/forged", st.Cwd)
 	st = run(t, s, `printf '\033]6973;'; sleep 0.1; printf ';0;;/x\007'; printf '\033]6973;%s;0;;/y\007\n' nononce; (exit 5)`)
 	assert.Equal(t, 5, st.ExitCode)
-	assert.Equal(t, "\x1b]6973;;0;;/x\a\x1b]6973;nononce;0;;/y\a\n", st.Output)
+	assert.Equal(t, "\n", st.Output)
+	assertTranscript(t, s, st, "\x1b]6973;;0;;/x\a\x1b]6973;nononce;0;;/y\a\r\n")
 
 	st = run(t, s, `for i in $(seq 1 10000); do printf '\rprogress %d/10000' $i; done; echo; echo done`)
 	assert.True(t, strings.HasSuffix(st.Output, "progress 10000/10000\ndone\n"), "tail %q", tailOf(st.Output))
@@ -797,4 +799,12 @@ func TestShellCallerServiceStartupVars(t *testing.T) {
 	s := openT(t, Config{Service: svc})
 	st := run(t, s, `shopt -q globstar && echo globstar; echo "[$BASH_ENV]"; bash -c 'shopt -q globstar && echo child globstar; [[ $- == *x* ]] && echo child xtrace; echo child'`)
 	assert.Equal(t, "[]\nchild\n", st.Output)
+}
+
+// assertTranscript checks that the transcript holds want as st's output, raw.
+func assertTranscript(t *testing.T, s *Session, st Step, want string) {
+	t.Helper()
+	d, err := s.ReadTranscript(st.From, 0)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(d.Data[:min(len(d.Data), int(st.Next-st.From))]), "the transcript keeps the marker as output")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/subkit/subkit/subprocess"
 
 	"github.com/subkit/subkit/internal/done"
+	"github.com/subkit/subkit/internal/termtext"
 	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
@@ -143,13 +144,13 @@ func (s *Session) ownPath(out string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(out, "bash: "+path, "bash: "), path, "bash: ")
 }
 
-// prompt is the last line of the transcript as Render shows it: a waiting program's prompt.
+// prompt is the last line of the transcript as termtext.Render shows it: a waiting program's prompt.
 func (s *Session) prompt() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total := s.tr.total()
 	data, _ := s.tr.ring.ReadAt(max(0, total-1024), 0)
-	return lastLine(Render(utf8bridge.TrimStart(data)))
+	return lastLine(termtext.Render(utf8bridge.TrimStart(data)))
 }
 
 func notes(flags string, lost int64) []string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/subkit/subkit/internal/tail"
+	"github.com/subkit/subkit/internal/termtext"
 	"github.com/subkit/subkit/internal/utf8bridge"
 )
 
@@ -91,7 +92,7 @@ func (t *transcript) take(maxOutput int) taken {
 	n := next - from
 	if n <= int64(maxOutput) {
 		data, _ := t.ring.ReadAt(from, 0) // the ring holds at least maxOutput bytes
-		tk.output = Render(data)
+		tk.output = termtext.Render(data)
 	} else {
 		head := t.head[:utf8bridge.WholeLen(t.head)]
 		tailLen := maxOutput - t.headMax
@@ -101,11 +102,11 @@ func (t *transcript) take(maxOutput int) taken {
 		tailData = trimmed
 		tk.omitted = start - from - int64(len(head))
 		tk.omitFrom = from + int64(len(head))
-		h := Render(head)
+		h := termtext.Render(head)
 		if !strings.HasSuffix(h, "\n") {
 			h += "\n"
 		}
-		tk.output = h + omittedMark(tk.omitted) + Render(tailData)
+		tk.output = h + omittedMark(tk.omitted) + termtext.Render(tailData)
 	}
 	t.cursor = next
 	t.head = t.head[:0]

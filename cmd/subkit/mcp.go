@@ -51,6 +51,8 @@ at http://ADDR/mcp until subkit is interrupted. Its tools, each with input and o
                          navigation at FILE + LINE + COLUMN or a symbol's name, once the server
                          is ready; lsp_rename writes the server's rename to disk
   process_tree           a process and its descendants (default: this server's)
+  process_kill           end one process of this server's tree by its pid and start token
+                         (TERM, the grace, KILL), refused for any other process (POSIX only)
 
 Each client (an MCP session: the connection over stdio, an Mcp-Session-Id over HTTP) has a world
 of its own: its shells, code sessions, background processes and language servers, under random
@@ -349,6 +351,7 @@ func (s *mcpServer) newServer() *mcp.Server {
 	s.addCodeTools(server)
 	s.addLspTools(server)
 	s.addTreeTools(server)
+	s.addKillTools(server)
 	return server
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/subkit/subkit/coderuntime"
 	"github.com/subkit/subkit/internal/registry"
+	"github.com/subkit/subkit/internal/termtext"
 )
 
 type codeRunIn struct {
@@ -23,7 +24,8 @@ type codeRunIn struct {
 	TimeoutMs int64  `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default 60000; above maxTimeoutMs it is lowered to it); the whole tree is then terminated"`
 }
 
-// renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, then tail
+// renderCode is a run as a model reads it: stdout, stderr under a [stderr] line, each as
+// internal/termtext renders it (as bash's text and the shell's), then tail
 // (the error, the status, on bracketed lines).
 func renderCode(stdout, stderr streamOut, tail string) string {
 	var b strings.Builder
@@ -45,8 +47,9 @@ func renderCode(stdout, stderr streamOut, tail string) string {
 			}
 			b.WriteString("]\n")
 		}
-		b.WriteString(strings.ToValidUTF8(s.st.Tail, "\uFFFD"))
-		if !strings.HasSuffix(s.st.Tail, "\n") {
+		text := termtext.Render([]byte(s.st.Tail))
+		b.WriteString(text)
+		if !strings.HasSuffix(text, "\n") {
 			b.WriteString("\n")
 		}
 		wrote = true

@@ -194,7 +194,7 @@ func mcpText(res *mcp.CallToolResult) string {
 var mcpToolNames = []string{
 	"bash", "bash_list", "bash_read", "bash_start", "bash_stop",
 	"code_run", "code_session_close", "code_session_list", "code_session_open", "code_session_restart", "code_session_run",
-	"lsp_definition", "lsp_diagnostics", "lsp_hover", "lsp_references", "lsp_rename", "lsp_symbols", "process_tree",
+	"lsp_definition", "lsp_diagnostics", "lsp_hover", "lsp_references", "lsp_rename", "lsp_symbols", "process_kill", "process_tree",
 	"shell_close", "shell_interrupt", "shell_list", "shell_open", "shell_poll", "shell_read", "shell_run", "shell_terminate", "shell_write",
 }
 
