@@ -99,6 +99,7 @@ func rcFile(nonce, rc, dir string) string {
 		"  local s=$? q= f=${__N__f-} c=${__N__c-}",
 		"  if [[ -n ${__N__s-} ]]; then s=$__N__s; __N__s=; fi",
 		"  __N__f= __N__c= __N__r=",
+		"  if [[ -n ${__N__T-} ]]; then __N__T=; set +T; fi",
 		"  if [[ -n ${__N__ee-} ]]; then __N__ee=; set -e; f+=E; fi",
 		"  __N__u=",
 		"  if [[ -n ${PS1-}${PS2-}${PS0-} ]]; then PS1='' PS2='' PS0=''; f+=S; fi",
@@ -114,6 +115,7 @@ func rcFile(nonce, rc, dir string) string {
 		"__N__b() {",
 		"  local s=$?",
 		"  __N__c=$1 __N__r=1",
+		"  if [[ -n ${__N__g-} && $- != *T* ]]; then __N__T=1; set -T; fi",
 		"  if [[ $- == *e* ]]; then return 0; fi",
 		"  return $s",
 		"}",
@@ -139,7 +141,7 @@ func rcFile(nonce, rc, dir string) string {
 		// the marker of the interrupted command with its status.
 		"__N__v() {",
 		"  local n",
-		"  builtin printf '__N__c=%q __N__s=%q __N__f=R\\n' \"${__N__c-}\" \"$1\"",
+		"  builtin printf '__N__c=%q __N__s=%q __N__f=R __N__g=%q __N__T=%q\\n' \"${__N__c-}\" \"$1\" \"${__N__g-}\" \"${__N__T-}\"",
 		"  for n in $(builtin compgen -v); do",
 		"    case $n in",
 		"      __sk_*|BASH|BASHOPTS|BASHPID|BASH_*|EUID|PPID|SHELLOPTS|UID|FUNCNAME|GROUPS|DIRSTACK|HISTCMD|LINENO|RANDOM|SRANDOM|SECONDS|EPOCHREALTIME|EPOCHSECONDS|PIPESTATUS|COLUMNS|LINES|PS0|PS1|PS2|PROMPT_COMMAND|_|SHLVL|PWD|HISTFILE|COMP_WORDBREAKS|OPTIND|OPTERR) continue;;",
@@ -178,6 +180,43 @@ func rcFile(nonce, rc, dir string) string {
 		"set -E",
 		"trap '{ __N__e && return; } 2>/dev/null' ERR",
 		"trap '{ __N__x; } 2>/dev/null && builtin exec \"${BASH:-bash}\" --noprofile --rcfile \"$__N__rc\" --noediting -i' EXIT",
+		// A DEBUG trap the command sets (trap, a function as exit is) is stored as given
+		// (__N__g) and installed wrapped (__N__w), so that it skips the session's own commands
+		// (they come from this file, or from the line the session types, which names the
+		// nonce; every command the model runs comes from the command file). A sourced file runs
+		// no DEBUG trap unless functrace is on, so __N__b turns it on for a command while a
+		// DEBUG trap is set (__N__T), and __N__p off again; the wrapper then runs the action
+		// only at the command's top level, as bash does for a line typed at its prompt.
+		// Limits: $- shows T during such a command, and a set -T the command itself runs
+		// then is undone at the prompt; a failing command fires it twice, as bash does when
+		// an ERR trap (the session's) runs, whose commands it reports as the failed one.
+		// trap -p and trap show the action as given; builtin trap bypasses all of this.
+		"__N__w='[[ -z ${BASH_SOURCE[0]-} || ${BASH_SOURCE[0]} == \"$__N__rc\" || $BASH_COMMAND == *__N__* || ${FUNCNAME[*]-} == *__N__* || ( -n ${__N__T-} && -n ${FUNCNAME[0]+f} ) ]] || { builtin eval \"$__N__g\"; }'",
+		"trap() {",
+		"  local a=(\"$@\") s d= o r=0 x=()",
+		"  if [[ ${a[0]-} == -- ]]; then a=(\"${a[@]:1}\"); fi",
+		"  if (( ${#a[@]} < 2 )) || [[ ${a[0]} == -[lpP] ]]; then",
+		"    if [[ ${#a[@]} == 1 && ${a[0]^^} == ?(SIG)DEBUG ]]; then __N__g=; fi",
+		"    if [[ -z ${__N__g-} || ( ${#a[@]} -gt 0 && ${a[0]} != -[pP] ) ]]; then builtin trap \"$@\"; return; fi",
+		"    o=$(builtin trap \"$@\") || r=$?",
+		"    o=${o//\"'${__N__w//\\'/\\'\\\\\\'\\'}'\"/\"'${__N__g//\\'/\\'\\\\\\'\\'}'\"}",
+		"    o=${o//\"$__N__w\"/\"$__N__g\"}",
+		"    if [[ -n $o ]]; then builtin printf '%s\\n' \"$o\"; fi",
+		"    return $r",
+		"  fi",
+		"  for s in \"${a[@]:1}\"; do",
+		"    if [[ ${s^^} == ?(SIG)DEBUG ]]; then d=1; else x+=(\"$s\"); fi",
+		"  done",
+		"  if [[ -z $d ]]; then builtin trap -- \"${a[@]}\"; return; fi",
+		"  if (( ${#x[@]} )); then builtin trap -- \"${a[0]}\" \"${x[@]}\" || r=$?; fi",
+		"  case ${a[0]} in",
+		"    -) __N__g=; builtin trap - DEBUG ;;",
+		"    '') __N__g=; builtin trap '' DEBUG ;;",
+		"    \"$__N__w\") builtin trap -- \"$__N__w\" DEBUG ;;", // a state dump restored
+		"    *) __N__g=${a[0]}; builtin trap -- \"$__N__w\" DEBUG ;;",
+		"  esac",
+		"  return $r",
+		"}",
 		// A bash started by __N__x: restore the state of the one it replaced (last, as it
 		// may turn set -e on).
 		"if [[ -n ${__N__S-} ]]; then",

@@ -808,3 +808,45 @@ func assertTranscript(t *testing.T, s *Session, st Step, want string) {
 	require.NoError(t, err)
 	assert.Equal(t, want, string(d.Data[:min(len(d.Data), int(st.Next-st.From))]), "the transcript keeps the marker as output")
 }
+
+// A DEBUG trap the model sets fires for its own commands only, never for the session's
+// wrappers (the typed line, PROMPT_COMMAND, the session's functions), as in a bash where the
+// model typed the commands at the prompt, and trap -p shows it as it was given.
+func TestShellDebugTrapSeesOnlyUserCommands(t *testing.T) {
+	s := newSession(t)
+	st := run(t, s, `trap 'echo "DBG:$BASH_COMMAND"' DEBUG`)
+	assert.Equal(t, "", st.Output, "nothing fires after the command that sets it")
+	st = run(t, s, "echo hi")
+	assert.Equal(t, "DBG:echo hi\nhi\n", st.Output)
+	st = run(t, s, "trap -p DEBUG")
+	assert.Equal(t, "DBG:trap -p DEBUG\ntrap -- 'echo \"DBG:$BASH_COMMAND\"' DEBUG\n", st.Output, "shown as given")
+	st = run(t, s, "f() { echo in-f; }; f")
+	assert.Equal(t, "DBG:f\nin-f\n", st.Output, "not inside functions, without functrace")
+	assert.NotContains(t, run(t, s, "cd /tmp").Output, "__sk_")
+	st, err := s.Run(ctxT(t, time.Minute), "false", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.ExitCode)
+	assert.Equal(t, "DBG:false\nDBG:false\n", st.Output, "twice, as bash does with an ERR trap")
+	st = run(t, s, "trap - DEBUG; echo off")
+	assert.Equal(t, "DBG:trap - DEBUG\noff\n", st.Output)
+	assert.Equal(t, "x\n", run(t, s, "echo x").Output)
+	assert.Equal(t, "", run(t, s, "trap -p DEBUG").Output)
+
+	run(t, s, "set -T")
+	run(t, s, `trap 'echo "DBG:$BASH_COMMAND"' DEBUG`)
+	st = run(t, s, "g() { echo in-g; }; g")
+	assert.Equal(t, "DBG:g\nDBG:g\nDBG:echo in-g\nin-g\n", st.Output, "functrace on: into the model's functions, as in bash")
+	st = run(t, s, `trap 'echo T' DEBUG USR1; trap -p USR1; trap - DEBUG USR1`)
+	assert.Equal(t, "DBG:trap 'echo T' DEBUG USR1\nT\ntrap -- 'echo T' SIGUSR1\nT\n", st.Output, "other signals of the same call get the action as given")
+	assert.Equal(t, "y\n", run(t, s, "echo y").Output)
+
+	// The shell the session puts in place of one that set -u ended keeps the trap as given.
+	run(t, s, "set +T")
+	run(t, s, `trap 'echo "DBG:$BASH_COMMAND"' DEBUG`)
+	st, err = s.Run(ctxT(t, time.Minute), `set -eu; echo "$NOPE"`, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, st.State, "%+v", st)
+	st = run(t, s, "trap -p DEBUG; set +eu")
+	assert.Equal(t, "DBG:trap -p DEBUG\ntrap -- 'echo \"DBG:$BASH_COMMAND\"' DEBUG\nDBG:set +eu\n", st.Output)
+	assert.Equal(t, "DBG:echo z\nz\n", run(t, s, "echo z").Output)
+}
