@@ -58,6 +58,13 @@ type tsClientOutput struct {
 		LeftRunning int    `json:"left_running"`
 	} `json:"cancel"`
 	AfterCancel string `json:"after_cancel"`
+	ShellMiddle struct {
+		State        string `json:"state"`
+		Omitted      int64  `json:"omitted"`
+		StepHasError bool   `json:"step_has_error"`
+		Found        bool   `json:"found"`
+		Reads        int    `json:"reads"`
+	} `json:"shell_middle"`
 }
 
 type tsTool struct {
@@ -150,6 +157,13 @@ func TestMcpTypeScriptClient(t *testing.T) {
 	assert.NotEqual(t, "answered", ts.Cancel.Outcome, "the aborted call rejects on the client")
 	assert.Zero(t, ts.Cancel.LeftRunning, "sleeps left in the server's tree after the cancellation")
 	assert.Equal(t, "still serving\n[exit code 0]\n", ts.AfterCancel)
+
+	// The middle of a 200 kB shell step, left out of the step, read back by offset.
+	sm := ts.ShellMiddle
+	assert.Equal(t, "completed", sm.State)
+	assert.Positive(t, sm.Omitted)
+	assert.False(t, sm.StepHasError, "the step leaves the middle out")
+	assert.True(t, sm.Found, "the error line, read back from the middle with shell_read (%d reads)", sm.Reads)
 	assert.Empty(t, testutil.Tagged(tag))
 }
 

@@ -115,6 +115,7 @@ async function main() {
 
   const again = await client.callTool({ name: 'bash', arguments: { command: 'echo still serving' } });
   out.after_cancel = text(again);
+  out.shell_middle = await shellMiddle(client);
 
   await client.close();
   process.stdout.write(JSON.stringify(out) + '\n');
@@ -164,6 +165,25 @@ async function longCommand(client, out) {
     total_ms: Date.now() - t0,
     listed: listed.structuredContent.processes,
   };
+}
+
+// shellMiddle runs a 200 kB step in a shell session, which leaves the middle of its output out,
+// and reads the middle back by offset with shell_read until its one error line turns up.
+async function shellMiddle(client) {
+  const open = await client.callTool({ name: 'shell_open', arguments: {} });
+  const id = open.structuredContent.id;
+  const command = 'for i in $(seq 1 10000); do echo "line $i"; done; echo "ERROR: the one line"; ' +
+    'for i in $(seq 10001 20000); do echo "line $i"; done';
+  const st = (await client.callTool({ name: 'shell_run', arguments: { id, command } })).structuredContent;
+  let found = false;
+  let reads = 0;
+  for (let off = st.omitted_from; off < st.omitted_from + st.omitted && !found && reads < 20; reads++) {
+    const r = (await client.callTool({ name: 'shell_read', arguments: { id, offset: off, max_bytes: 50000 } })).structuredContent;
+    found = r.text.includes('\nERROR: the one line\n');
+    off = r.next;
+  }
+  await client.callTool({ name: 'shell_close', arguments: { id } });
+  return { state: st.state, omitted: st.omitted, step_has_error: st.output.includes('ERROR'), found, reads };
 }
 
 main().catch((err) => {
