@@ -80,6 +80,7 @@ type cellState struct {
 	reply      *message
 	replied    chan struct{} // closed when the driver said done
 	started    chan struct{} // closed when the driver said the cell's code is about to run (python3)
+	syncDone   chan struct{} // closed when the driver said the cell's synchronous part ended (node)
 	changed    chan struct{} // signalled (capacity 1) when a marker is seen
 
 	// The callbacks run one at a time, never after the cell is closed.
@@ -344,6 +345,12 @@ func (k *kernel) dispatch(m *message) {
 			close(c.started)
 		}
 		k.mu.Unlock()
+	case "sync_done":
+		k.mu.Lock()
+		if c := k.cell; c != nil && m.Cell == c.id && !done.Closed(c.syncDone) {
+			close(c.syncDone)
+		}
+		k.mu.Unlock()
 	case "probe_ok":
 		k.mu.Lock()
 		if ch, ok := k.probes[m.ID]; ok {
@@ -464,7 +471,7 @@ func (k *kernel) begin(cb Callbacks) *cellState {
 	k.count++
 	c := &cellState{
 		id: fmt.Sprintf("c%d", k.count), nonce: randomHex(nonceLen / 2), count: k.count, cb: cb,
-		replied: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}, 1),
+		replied: make(chan struct{}), started: make(chan struct{}), syncDone: make(chan struct{}), changed: make(chan struct{}, 1),
 	}
 	var early [2][]byte
 	for i, p := range k.pending {

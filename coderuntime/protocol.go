@@ -15,10 +15,10 @@ const maxFrame = 64 << 20
 // message is one control message between the host and a session driver. Frames are a 4-byte
 // big-endian length and that many bytes of JSON.
 //
-//	host -> driver  execute {id, count, code, nonce}; probe {id}
-//	driver -> host  hello {token, pid, version}; started {cell} (python3); result {cell, main,
-//	                mime, count}; background_error {count, error}; done {cell, error, marks,
-//	                notes}; probe_ok {id}
+//	host -> driver  execute {id, count, code, nonce}; probe {id}; interrupt {cell} (node)
+//	driver -> host  hello {token, pid, version}; started {cell} (python3); sync_done {cell}
+//	                (node); result {cell, main, mime, count}; background_error {count, error};
+//	                done {cell, error, marks, notes}; probe_ok {id}
 type message struct {
 	Type    string            `json:"type"`
 	ID      string            `json:"id,omitempty"`

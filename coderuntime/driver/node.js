@@ -9,7 +9,11 @@
 //
 // Protocol: as the python3 driver's (frames of a 4-byte big-endian length and UTF-8 JSON;
 // execute/probe from the host; hello/result/background_error/done/probe_ok from the driver; the
-// end marker written to stdout and stderr before "done").
+// end marker written to stdout and stderr before "done"), with two more for interrupts: the host
+// sends {"type":"interrupt","cell"}, handled at once (it rejects what the cell awaits), and the
+// driver sends {"type":"sync_done","cell"} when a cell's synchronous part has ended, before which
+// only SIGINT (vm's breakOnSigint) can stop it; a SIGINT is acted on only for the cell named by
+// the last interrupt message.
 //
 // Which cell an uncaught exception belongs to: every async resource (timer, immediate, tick,
 // promise, socket, fs request, ...) is tagged, as it is created, with the count of the cell
@@ -78,7 +82,8 @@
   const stderr = process.stderr;
 
   let cell = null; // { id, count, errors: [], rejected: Set } while a cell runs
-  let interrupt = null; // rejects the awaiting cell on SIGINT
+  let interrupt = null; // rejects the awaiting cell
+  let interruptFor = null; // the id of the cell the session asked to interrupt
 
   // The cell tags of async resources (see the top of the file). lastEntered is the tag of the
   // last callback that began: node reports some exceptions (a queueMicrotask callback's) after
@@ -138,9 +143,10 @@
   }
 
   process.on('SIGINT', () => {
-    // During a cell's synchronous part, vm's breakOnSigint handles the signal; while it awaits,
-    // this rejects it; between cells it is ignored and the session goes on.
-    if (interrupt) interrupt(interruptedError());
+    // During a cell's synchronous part, vm's breakOnSigint handles the signal. One that lands
+    // after that part ends the awaiting cell the session asked to interrupt (the interrupt
+    // message came first); any other is ignored, so a late one never reaches a later cell.
+    if (interrupt && cell && interruptFor === cell.id) interrupt(interruptedError());
   });
   function interruptedError() {
     const e = new Error('Script execution was interrupted by `SIGINT`');
@@ -200,6 +206,12 @@
       buf = buf.subarray(4 + n);
       pending = buf.length ? [buf] : [];
       pendingLen = buf.length;
+      if (msg.type === 'interrupt') {
+        // At once, not behind the running cell: it rejects what the cell awaits.
+        interruptFor = msg.cell;
+        if (interrupt && cell && cell.id === msg.cell) interrupt(interruptedError());
+        continue;
+      }
       queue = queue.then(() => handle(msg)).catch((e) => fs.writeSync(2, 'subkit session driver: ' + describe(e) + '\n'));
     }
   });
@@ -361,6 +373,9 @@
   function interruptible(p) {
     return new Promise((resolve, reject) => {
       interrupt = reject;
+      // An interrupt asked for before the cell got here (with its execute, or during its
+      // synchronous part) ends it now.
+      if (cell && interruptFor === cell.id) reject(interruptedError());
       Promise.resolve(p).then(resolve, reject);
     }).finally(() => {
       interrupt = null;
@@ -384,7 +399,11 @@
     let value;
     try {
       const { script, awaits, async } = compile(msg.code, `<cell-${msg.count}>`);
-      value = runTagged(msg.count, () => script.runInThisContext({ breakOnSigint: true }));
+      try {
+        value = runTagged(msg.count, () => script.runInThisContext({ breakOnSigint: true }));
+      } finally {
+        send({ type: 'sync_done', cell: msg.id }); // from here on a message interrupts it, not SIGINT
+      }
       if (awaits) {
         const r = await interruptible(value);
         value = r ? r.value : undefined;
