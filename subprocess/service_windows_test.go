@@ -335,7 +335,7 @@ func TestWindowsTimeout(t *testing.T) {
 	svc := newService(t, subprocess.Config{})
 	spec := helper(t, "tree")
 	spec.Grace = 100 * time.Millisecond
-	spec.Timeout = 500 * time.Millisecond
+	spec.Timeout = 3 * time.Second // room for the helper to start its child and print its pid on a busy machine
 	res := run(t, svc, spec)
 	assert.True(t, res.TimedOut)
 	assert.Equal(t, 1, res.ExitCode)
