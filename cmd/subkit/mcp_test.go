@@ -623,15 +623,16 @@ func TestMcpShellCancel(t *testing.T) {
 	c.callOK(t, "shell_open", map[string]any{}, &info)
 	tag := strconv.Itoa(600000 + rand.IntN(300000))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // a failure below must not leave the call to wait out its yield in cleanup
 	errc := make(chan error, 1)
 	go func() {
 		_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "shell_run", Arguments: map[string]any{"id": info.ID, "command": "sleep " + tag, "yield_ms": 600000}})
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 1 }, time.Minute, 5*time.Millisecond)
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, time.Minute, 10*time.Millisecond)
 	var st shellStepOut
 	text := c.callOK(t, "shell_run", map[string]any{"id": info.ID, "command": "echo still here"}, &st)
 	assert.Contains(t, text, "still here\n")
