@@ -34,11 +34,11 @@ func TestKilledCLILeavesNothing(t *testing.T) {
 			cmd.Env = append(os.Environ(), asCLIVar+"=1", "TMPDIR="+tmp)
 			require.NoError(t, cmd.Start())
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, 10*time.Second, 5*time.Millisecond,
+			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, time.Minute, 5*time.Millisecond,
 				"the command's three sleeps did not start")
 			require.NoError(t, cmd.Process.Signal(sig))
 			cmd.Wait()
-			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 5*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, time.Minute, 10*time.Millisecond,
 				"survivors: %v", testutil.Tagged(tag))
 			require.Eventually(t, func() bool {
 				roots, _ := filepath.Glob(filepath.Join(tmp, "subkit-runtime-*"))

@@ -270,7 +270,7 @@ func TestMcpBashWaitEdges(t *testing.T) {
 	require.Eventually(t, func() bool { return fileExists(flag) }, 30*time.Second, 5*time.Millisecond, "the sleeps did not start")
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) <= 1 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) <= 1 }, time.Minute, 10*time.Millisecond,
 		"left running after the cancellation: %v", testutil.Tagged(tag)) // the first call's daemon stays until the client leaves
 	list = bashListOut{}
 	c.callOK(t, "bash_list", nil, &list)

@@ -81,12 +81,12 @@ func TestMcpKilledServerLeavesNothing(t *testing.T) {
 			"command": fmt.Sprintf("setsid sleep %[1]s & env -i /bin/sleep %[1]s & sleep %[1]s", tag)}})
 		called <- err
 	}()
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 3 }, time.Minute, 5*time.Millisecond,
 		"the command's three sleeps did not start")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	assert.Error(t, <-called, "the call fails with the connection")
 	assert.Error(t, sess.Close(), "the server was killed: its exit status says so")
-	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(testutil.Tagged(tag)) == 0 }, time.Minute, 10*time.Millisecond,
 		"survivors: %v", testutil.Tagged(tag))
 	require.Eventually(t, func() bool {
 		roots, _ := filepath.Glob(filepath.Join(tmp, "subkit-runtime-*"))
