@@ -203,6 +203,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	})
 	lingering := exec(t, e, bash.Request{Command: "sleep 1000 >/dev/null 2>&1 &"})
 	require.True(t, lingering.Lingering)
+	require.NotEmpty(t, lingering.Survivors, "the listing failed: %v", lingering.SurvivorsErr)
 	d, err := stubborn.WaitOutput(ctxT(t, time.Minute), bash.Offsets{}, 0)
 	require.NoError(t, err)
 	require.Equal(t, "up\n", string(d.Stdout.Data), "the stubborn process has set its trap")

@@ -43,7 +43,7 @@ func newResult(command string, h *subprocess.Handle, r subprocess.Result) Result
 // Bounds of the liveness checks on a settled handle's tree.
 const (
 	goneProbe   = 20 * time.Millisecond // how long a just-settled tree may take to empty
-	listTimeout = 5 * time.Second       // bound of one survivor listing
+	listTimeout = 15 * time.Second      // bound of one survivor listing (a busy machine slows the scan)
 )
 
 // treeGone reports whether no member of h's tree is left, waiting at most d for the last
