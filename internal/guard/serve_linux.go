@@ -83,12 +83,15 @@ func Serve(sock *os.File) int {
 		s.hostGone() // the host died before the parent-death signal was set
 		return 0
 	}
+	trim() // what starting the whole binary mapped and allocated, the guard does not use
 	looks := backoff.Policy{First: reapEvery, Max: scanLast}
 	sched := looks.Start()
 	every := sched.Next()
 	scan := time.NewTimer(every)
 	due := time.Now().Add(every)
+	busy := false    // something happened since the last trim
 	soon := func() { // something happened: look within reapEvery, and often again after
+		busy = true
 		sched = looks.Start()
 		if every := sched.Next(); time.Until(due) > every {
 			scan.Reset(every)
@@ -102,6 +105,10 @@ func Serve(sock *os.File) int {
 			return 0
 		case <-scan.C:
 			s.scan()
+			if busy && every >= scanLast { // idle for a while after a burst
+				trim()
+				busy = false
+			}
 			every = sched.Next()
 			scan.Reset(every)
 			due = time.Now().Add(every)

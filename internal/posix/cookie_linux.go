@@ -46,11 +46,22 @@ func (c *Cookie) find(ctx context.Context, skipPgid int, st *findStats) ([]proci
 	// and which inside a pid namespace names an ordinary process (see
 	// linux.Brief.KernelThread): they have no environment, and one that reads empty is what
 	// would cost a second look.
-	procs, err := c.census().Since(os.Getuid(), c.since)
+	// A member of the skipped group is left out on one getpgid(2), before its stat file or
+	// environment is read: at a Terminate those are the whole tree, exiting meanwhile. Should
+	// the pid name another process by now, that one is in the skipped group too (and the one
+	// the census listed is gone).
+	var inSkipped func(pid int) bool
+	if skipPgid > 0 {
+		inSkipped = func(pid int) bool {
+			pgid, err := unix.Getpgid(pid)
+			return err == nil && pgid == skipPgid
+		}
+	}
+	procs, err := c.census().SinceExcept(os.Getuid(), c.since, inSkipped)
 	if err != nil {
 		return nil, fmt.Errorf("posix: find %s: %w", c.name, err)
 	}
-	l := looker{skip: skipPgid, first: []byte(c.name + "="), inner: []byte("\x00" + c.name + "="), st: st}
+	l := looker{skip: skipPgid, inSkipped: inSkipped, first: []byte(c.name + "="), inner: []byte("\x00" + c.name + "="), st: st}
 	var found []procinspect.Identity
 	var errs []error
 	var execing []linux.Entry
@@ -112,8 +123,9 @@ const (
 // looker looks at the candidates of one Find.
 type looker struct {
 	skip         int
-	first, inner []byte // "NAME=" and "\x00NAME="
-	buf          []byte // environment buffer, reused
+	inSkipped    func(pid int) bool // nil when no group is skipped
+	first, inner []byte             // "NAME=" and "\x00NAME="
+	buf          []byte             // environment buffer, reused
 	st           *findStats
 }
 
@@ -127,6 +139,9 @@ type looker struct {
 // Errors that mean the process is gone or not readable by this user are no errors here.
 func (l *looker) look(e linux.Entry) (procinspect.Identity, verdict, error) {
 	id := procinspect.Identity{Pid: e.Pid, Start: e.StartTime}
+	if l.inSkipped != nil && l.inSkipped(e.Pid) { // the census knew it: see find
+		return id, lacks, nil
+	}
 	l.st.environRead(e.Pid)
 	var err error
 	l.buf, err = linux.AppendEnviron(l.buf[:0], e.Pid)

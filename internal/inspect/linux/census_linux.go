@@ -56,6 +56,12 @@ type censusEntry struct {
 // order. Processes that exit during the scan, or that this caller may not look at (procfs
 // mounted with hidepid), are left out.
 func (c *Census) Since(uid int, since uint64) ([]Entry, error) {
+	return c.SinceExcept(uid, since, nil)
+}
+
+// SinceExcept is Since, but a process it has not seen before and for which skip (when not
+// nil) reports true is left out without reading its stat file (nor remembered).
+func (c *Census) SinceExcept(uid int, since uint64, skip func(pid int) bool) ([]Entry, error) {
 	dirfd, err := unix.Open(ProcRoot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: ProcRoot, Err: err}
@@ -102,6 +108,9 @@ func (c *Census) Since(uid int, since uint64) ([]Entry, error) {
 			}
 			e, ok := old[pid]
 			if !ok || e.ino != uint64(st.Ino) || e.ctime != st.Ctim {
+				if skip != nil && skip(pid) {
+					continue
+				}
 				if c.onStatRead != nil {
 					c.onStatRead(pid)
 				}
