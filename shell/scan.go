@@ -180,6 +180,14 @@ func (s *scanner) feed(p []byte) {
 		}
 		window := p[:min(len(p), markerMax)]
 		j := bytes.IndexByte(window, 0x07)
+		// A marker holds no ESC (its directory is %q-quoted): another ESC before the BEL
+		// means this was an unterminated look-alike, output, and a real marker may start
+		// there.
+		if k := bytes.IndexByte(window[1:], 0x1b); k >= 0 && (j < 0 || k+1 < j) {
+			s.out(p[:k+1])
+			p = p[k+1:]
+			continue
+		}
 		if j < 0 {
 			if len(p) < markerMax {
 				s.carry = append([]byte(nil), p...)

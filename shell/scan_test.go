@@ -168,10 +168,23 @@ func TestScannerOwnLines(t *testing.T) {
 	assert.LessOrEqual(t, cap(sc.line), lineMax)
 }
 
+// A program that prints the start of a marker and never ends it must not hide the real
+// marker that follows: the session would wait for its prompt forever.
+func TestScannerUnterminatedLookAlike(t *testing.T) {
+	for _, junk := range []string{"\x1b]6973;", "\x1b]6973;" + testNonce + ";", "\x1b]6973;" + testNonce + ";0;;"} {
+		out, marks, _ := scanAll("a"+junk, mk(4, "", 1, "/tmp")+"b")
+		assert.Equal(t, "a"+junk+"b", out, "%q", junk)
+		if assert.Len(t, marks, 1, "%q", junk) {
+			assert.Equal(t, 4, marks[0].status)
+		}
+	}
+}
+
 func FuzzScannerSplit(f *testing.F) {
 	f.Add("hello\r\n"+mk(0, "", 1, "/tmp")+"abc", 3)
 	f.Add("\x1b]6973;x\a"+testNonce+"\n"+mk(2, "E", 2, `'/a b'`), 10)
 	f.Add("a\x1b[?1049hdraw\x1b[?1049lb"+mk(0, "", 1, "/"), 7)
+	f.Add("\x1b]6973;"+mk(0, "", 1, "/"), 3)
 	f.Fuzz(func(t *testing.T, s string, cut int) {
 		if cut < 0 || cut > len(s) {
 			return
