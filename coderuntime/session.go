@@ -667,7 +667,7 @@ func (s *procSession) interruptNode(ctx context.Context, k *kernel, c *cellState
 
 // nodeSyncSettle is how long an interrupted node cell has to say its synchronous part ended
 // before SIGINT is sent to break it: a cell that ends its part as it is interrupted says so
-// well within it, even on a busy machine (20 runs of TestSessionNodeInterruptAnyMoment, 80 cells
+// well within it, even on a busy machine (20 runs of TestSessionInterruptAnyMoment/node, 80 cells
 // each, on 2 cores loaded to about 20, never sent one too soon); a loop that never ends is
 // broken this much later.
 const nodeSyncSettle = 250 * time.Millisecond
