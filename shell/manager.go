@@ -105,12 +105,12 @@ func (m *Manager) Open(ctx context.Context) (*Session, error) {
 	case err != nil:
 		return nil, &Error{Op: op, Err: err}
 	}
+	defer slot.Cancel() // the slot is freed even if open panics; a no-op after Fill
 	s, err := open(ctx, m.cfg.Session, slot.ID(), &m.clock)
 	if err != nil {
-		slot.Cancel()
 		return nil, errors.Join(err, pruneErr)
 	}
-	if err := slot.Fill(s); err != nil {
+	if err := slot.Fill(s); err != nil { // closed before the deferred Cancel lets Manager.Close go on
 		return nil, errors.Join(&Error{Op: op, ID: slot.ID(), Kind: ErrClosed, Hint: "the Manager was closed while the session opened"},
 			s.Close(), pruneErr)
 	}

@@ -297,18 +297,33 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 	return w.moved(ctx, &bgProc{Process: p, started: started}, wait)
 }
 
+// keep registers p as a background process and returns its id. When it cannot, it ends p and
+// says why: full when the registry has no room.
+func (w *mcpWorld) keep(p *bgProc, full string) (string, error) {
+	slot, evictErr, err := w.bg.Reserve()
+	switch {
+	case errors.Is(err, registry.ErrFull):
+		return "", errors.Join(errors.New(full), p.Close())
+	case err != nil:
+		return "", errors.Join(errLeaving, p.Close())
+	}
+	defer slot.Cancel() // after a refused Fill, once p is closed: the registry's Close waits for it
+	if evictErr != nil {
+		w.s.log.Warn("release an ended background process", "err", evictErr)
+	}
+	if err := slot.Fill(p); err != nil {
+		return "", errors.Join(errLeaving, p.Close())
+	}
+	return slot.ID(), nil
+}
+
 // moved registers p, a bash command that outlived its wait, as a background process, and
 // answers with its id and its output so far (the last maxOutputBytes of each stream).
 func (w *mcpWorld) moved(ctx context.Context, p *bgProc, wait time.Duration) (string, bashOut, error) {
-	id, evictErr, err := w.bg.Add(p)
-	switch {
-	case errors.Is(err, registry.ErrFull): // past the executor's maxBackground only when that is above it
-		return "", bashOut{}, errors.Join(fmt.Errorf("[the command outlived its wait, but %d background processes are kept and none has ended, so it was ended; end one with bash_stop]", mcpMaxBackground), p.Close())
-	case err != nil:
-		return "", bashOut{}, errors.Join(errLeaving, p.Close())
-	}
-	if evictErr != nil {
-		w.s.log.Warn("release an ended background process", "err", evictErr)
+	// Past the executor's maxBackground only when that is above mcpMaxBackground.
+	id, err := w.keep(p, fmt.Sprintf("[the command outlived its wait, but %d background processes are kept and none has ended, so it was ended; end one with bash_stop]", mcpMaxBackground))
+	if err != nil {
+		return "", bashOut{}, err
 	}
 	if ctx.Err() != nil { // the client cancelled (or left) as the wait ended: end it, as a cancel does
 		w.bg.Remove(id)
@@ -393,15 +408,9 @@ func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return "", bashStartOut{}, bashCallError(err)
 	}
-	id, evictErr, err := w.bg.Add(&bgProc{Process: p, started: started})
-	switch {
-	case errors.Is(err, registry.ErrFull):
-		return "", bashStartOut{}, errors.Join(fmt.Errorf("[request refused: %d background processes are kept and none has ended; end one with bash_stop]", mcpMaxBackground), p.Close())
-	case err != nil:
-		return "", bashStartOut{}, errors.Join(errLeaving, p.Close())
-	}
-	if evictErr != nil {
-		w.s.log.Warn("release an ended background process", "err", evictErr)
+	id, err := w.keep(&bgProc{Process: p, started: started}, fmt.Sprintf("[request refused: %d background processes are kept and none has ended; end one with bash_stop]", mcpMaxBackground))
+	if err != nil {
+		return "", bashStartOut{}, err
 	}
 	text := fmt.Sprintf("[started background process %s (pid %d); read its output with bash_read {\"id\":%q}, end it with bash_stop {\"id\":%q}]\n",
 		id, p.Pid(), id, id)

@@ -271,12 +271,12 @@ func (w *mcpWorld) codeSessionOpenTool(ctx context.Context, _ *mcp.CallToolReque
 	if dir != "" && !filepath.IsAbs(dir) {
 		dir = filepath.Join(w.s.cwd, dir)
 	}
+	defer slot.Cancel() // the slot is freed even if NewSession panics; a no-op after Fill
 	sess, err := w.s.code.NewSession(ctx, coderuntime.SessionConfig{Language: coderuntime.Language(in.Language), Dir: dir})
 	if err != nil {
-		slot.Cancel()
 		return "", codeSessionOut{}, codeCallError(err)
 	}
-	if err := slot.Fill(sess); err != nil {
+	if err := slot.Fill(sess); err != nil { // closed before the deferred Cancel lets the registry's Close go on
 		return "", codeSessionOut{}, errors.Join(errLeaving, sess.Close())
 	}
 	id := slot.ID()

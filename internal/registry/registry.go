@@ -116,7 +116,8 @@ func (r *Registry[T]) Reserve() (slot *Slot[T], evictErr error, err error) {
 }
 
 // Fill keeps v under the slot's id. It fails with ErrClosed when the Registry was closed
-// meanwhile: v is then the caller's to close.
+// meanwhile: v is then the caller's to close, and the slot stays held, so that Close waits,
+// until Cancel.
 func (s *Slot[T]) Fill(v T) error {
 	r := s.r
 	r.mu.Lock()
@@ -124,18 +125,20 @@ func (s *Slot[T]) Fill(v T) error {
 	if s.done {
 		return errors.New("registry: the slot was already filled or cancelled")
 	}
-	s.done = true
-	r.making--
-	defer r.pending.Done()
 	if r.closed {
 		return ErrClosed
 	}
+	s.done = true
+	r.making--
+	r.pending.Done()
 	r.clock++
 	r.all[s.id] = &entry[T]{id: s.id, seq: s.seq, used: r.clock, v: v}
 	return nil
 }
 
-// Cancel gives the slot back: its entry was not made.
+// Cancel gives the slot back: its entry was not made, or Fill refused it and it was closed.
+// Deferred right after Reserve, it frees the slot on every path, a panic included: after a
+// Fill that kept the entry it does nothing.
 func (s *Slot[T]) Cancel() {
 	r := s.r
 	r.mu.Lock()
@@ -146,19 +149,6 @@ func (s *Slot[T]) Cancel() {
 	s.done = true
 	r.making--
 	r.pending.Done()
-}
-
-// Add is Reserve then Fill: it keeps v, already made, under a new id. When it cannot keep v the
-// id is "" and v is the caller's to close; evictErr is as Reserve's.
-func (r *Registry[T]) Add(v T) (id string, evictErr error, err error) {
-	slot, evictErr, err := r.Reserve()
-	if err != nil {
-		return "", evictErr, err
-	}
-	if err := slot.Fill(v); err != nil {
-		return "", evictErr, err
-	}
-	return slot.id, evictErr, nil
 }
 
 // victimLocked picks the entry to evict, or nil; r.mu is held.

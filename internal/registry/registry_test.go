@@ -24,6 +24,19 @@ func (f *live) Close() error { f.closed.Add(1); return f.err }
 
 func ended(f *live) bool { return f.ended }
 
+// add keeps v, already made, under a new id, as Reserve then Fill.
+func add(r *registry.Registry[*live], v *live) (id string, evictErr error, err error) {
+	slot, evictErr, err := r.Reserve()
+	if err != nil {
+		return "", evictErr, err
+	}
+	defer slot.Cancel()
+	if err := slot.Fill(v); err != nil {
+		return "", evictErr, err
+	}
+	return slot.ID(), evictErr, nil
+}
+
 // At Max, the oldest ended entry makes room (closed); live ones stay however old; with
 // nothing ended a new one is refused; Close closes every entry and refuses later adds.
 func TestEvictsEndedFirstThenRefuses(t *testing.T) {
@@ -31,7 +44,7 @@ func TestEvictsEndedFirstThenRefuses(t *testing.T) {
 	running, old, newer := &live{}, &live{ended: true}, &live{ended: true}
 	var ids []string
 	for _, f := range []*live{running, old, newer} {
-		id, evictErr, err := r.Add(f)
+		id, evictErr, err := add(r, f)
 		require.NoError(t, err)
 		require.NoError(t, evictErr)
 		ids = append(ids, id)
@@ -49,7 +62,7 @@ func TestEvictsEndedFirstThenRefuses(t *testing.T) {
 	assert.Equal(t, []string{ids[0], ids[2]}, []string{list[0].ID, list[1].ID}, "in the order they were added")
 
 	newer.ended = false
-	id, _, err := r.Add(&live{})
+	id, _, err := add(r, &live{})
 	assert.Empty(t, id)
 	assert.ErrorIs(t, err, registry.ErrFull, "nothing ended and live ones are not evicted")
 
@@ -62,7 +75,7 @@ func TestEvictsEndedFirstThenRefuses(t *testing.T) {
 	require.NoError(t, r.Close(), "twice")
 	assert.EqualValues(t, 1, running.closed.Load())
 	assert.Zero(t, r.Len())
-	id, _, err = r.Add(&live{})
+	id, _, err = add(r, &live{})
 	assert.Empty(t, id)
 	assert.ErrorIs(t, err, registry.ErrClosed)
 }
@@ -72,12 +85,12 @@ func TestEvictsEndedFirstThenRefuses(t *testing.T) {
 func TestEvictsLeastRecentlyUsedOutsideTheProtected(t *testing.T) {
 	r := registry.New(registry.Config[*live]{Max: 3, ProtectRecent: 1, Ended: ended, EvictLive: true})
 	a, b, c := &live{}, &live{}, &live{}
-	ida, _, _ := r.Add(a)
-	idb, _, _ := r.Add(b)
-	_, _, _ = r.Add(c)
+	ida, _, _ := add(r, a)
+	idb, _, _ := add(r, b)
+	_, _, _ = add(r, c)
 	_, ok := r.Get(ida) // a is now the most recently used: protected
 	require.True(t, ok)
-	_, _, err := r.Add(&live{})
+	_, _, err := add(r, &live{})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, b.closed.Load(), "b is the least recently used outside the protected one")
 	_, ok = r.Get(idb)
@@ -86,22 +99,23 @@ func TestEvictsLeastRecentlyUsedOutsideTheProtected(t *testing.T) {
 	c.ended = true
 	_, ok = r.Get(ida)
 	require.True(t, ok)
-	_, _, err = r.Add(&live{})
+	_, _, err = add(r, &live{})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.closed.Load(), "the ended one goes before any live one")
 	require.NoError(t, r.Close())
 
 	one := registry.New(registry.Config[*live]{Max: 1, ProtectRecent: 1, EvictLive: true})
-	_, _, err = one.Add(&live{})
+	_, _, err = add(one, &live{})
 	require.NoError(t, err)
-	_, _, err = one.Add(&live{})
+	_, _, err = add(one, &live{})
 	assert.ErrorIs(t, err, registry.ErrFull, "the only entry is protected")
 	require.NoError(t, one.Close())
 }
 
 // A slot counts toward Max while its entry is made; Close waits for it, and a Fill after
-// Close is refused so the caller closes what it made; an eviction's close error is returned
-// beside the slot, naming the entry.
+// Close is refused while the slot stays held, so the caller closes what it made before Close
+// returns; an eviction's close error is returned beside the
+// slot, naming the entry.
 func TestSlots(t *testing.T) {
 	r := registry.New(registry.Config[*live]{Max: 1, NewID: func() string { return "fixed" }})
 	slot, _, err := r.Reserve()
@@ -118,20 +132,27 @@ func TestSlots(t *testing.T) {
 	go func() { closed <- r.Close() }()
 	v := &live{}
 	// Close cannot return before the slot ends; Fill either lands first (then Close closes
-	// v) or is refused (then v is ours to close). Either way v ends up closed exactly once.
+	// v) or is refused (then v is ours to close, before Cancel lets Close return). Either way
+	// v is closed exactly once by the time Close returns.
 	if err := slot.Fill(v); err != nil {
 		assert.ErrorIs(t, err, registry.ErrClosed)
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a refused slot was held")
+		default:
+		}
 		require.NoError(t, v.Close())
 	}
+	slot.Cancel()
 	require.NoError(t, <-closed)
 	assert.EqualValues(t, 1, v.closed.Load())
 	assert.Error(t, slot.Fill(&live{}), "a slot is filled once")
 
 	boom := errors.New("boom")
 	e := registry.New(registry.Config[*live]{Max: 1, EvictLive: true})
-	_, _, err = e.Add(&live{err: boom})
+	_, _, err = add(e, &live{err: boom})
 	require.NoError(t, err)
-	_, evictErr, err := e.Add(&live{})
+	_, evictErr, err := add(e, &live{})
 	require.NoError(t, err)
 	assert.ErrorIs(t, evictErr, boom)
 	assert.ErrorContains(t, evictErr, "evicted entry 1")
