@@ -191,7 +191,10 @@ func rcFile(nonce, rc, dir string) string {
 		// then is undone at the prompt; a failing command fires it twice, as bash does when
 		// an ERR trap (the session's) runs, whose commands it reports as the failed one.
 		// trap -p and trap show the action as given; builtin trap bypasses all of this.
-		"__N__w='[[ -z ${BASH_SOURCE[0]-} || ${BASH_SOURCE[0]} == \"$__N__rc\" || $BASH_COMMAND == *__N__* || ${FUNCNAME[*]-} == *__N__* || ( -n ${__N__T-} && -n ${FUNCNAME[0]+f} ) ]] || { builtin eval \"$__N__g\"; }'",
+		// The action sees the $? of the command before (__N__q), restored by __N__z in an if
+		// condition, where a failure neither fires the ERR trap nor ends a set -e shell.
+		"__N__z() { return \"$1\"; }",
+		"__N__w='__N__q=$?; [[ -z ${BASH_SOURCE[0]-} || ${BASH_SOURCE[0]} == \"$__N__rc\" || $BASH_COMMAND == *__N__* || ${FUNCNAME[*]-} == *__N__* || ( -n ${__N__T-} && -n ${FUNCNAME[0]+f} ) ]] || if __N__z \"$__N__q\"; then builtin eval \"$__N__g\"; else builtin eval \"$__N__g\"; fi'",
 		"trap() {",
 		"  local a=(\"$@\") s d= o r=0 x=()",
 		"  if [[ ${a[0]-} == -- ]]; then a=(\"${a[@]:1}\"); fi",
