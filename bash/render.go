@@ -14,12 +14,12 @@ import (
 )
 
 // Render turns the outcome of Exec into the text a model sees: stdout, then stderr under a
-// "[stderr]" line, each as a terminal would show it (the kit's one rendering, the shell's
-// Render: "\r" redraws collapsed, escape sequences dropped, other control bytes as control
-// pictures, invalid UTF-8 as U+FFFD; Result keeps the raw bytes), each tail preceded by a
-// truncation notice naming the spill file and how to read it, then the exit status and what
-// was left running. Everything Render adds is on
-// lines of its own in square brackets.
+// "[stderr]" line, each as a terminal would show it (the kit's one rendering, internal/termtext,
+// exported as shell.Render: "\r" redraws collapsed, escape sequences dropped, other control
+// bytes as control pictures, invalid UTF-8 as U+FFFD; Result keeps the raw bytes), each tail
+// preceded by a truncation notice naming the spill file and how to read it, then the exit
+// status and what was left running. Everything Render adds is on lines of its own in square
+// brackets.
 //
 // A non-nil err means the command never ran, and the text says so in words that cannot be
 // mistaken for the command's own failure: "[request refused: ...]" for a bad request or a
@@ -73,22 +73,8 @@ func renderStream(b *strings.Builder, name string, s subprocess.StreamResult, he
 			fmt.Fprintf(b, "; the earlier output was too large to keep (over maxSpillBytes)]\n")
 		}
 	}
-	writeText(b, tail)
+	b.WriteString(termtext.Lines(tail))
 	return true
-}
-
-// writeText writes output bytes as internal/termtext renders them (what a terminal would
-// show: redraws collapsed, escape sequences dropped, control bytes as control pictures,
-// invalid UTF-8 as U+FFFD), ending in a newline.
-func writeText(b *strings.Builder, data []byte) {
-	text := termtext.Render(data)
-	if text == "" {
-		return
-	}
-	b.WriteString(text)
-	if !strings.HasSuffix(text, "\n") {
-		b.WriteString("\n")
-	}
 }
 
 func renderStatus(b *strings.Builder, r Result) {
@@ -188,7 +174,7 @@ func renderDeltaStream(b *strings.Builder, name string, d subprocess.Delta, head
 		data = utf8bridge.TrimStart(data)
 		fmt.Fprintf(b, "[%s of %s before offset %d are no longer available]\n", bytesText(d.Dropped), name, d.From)
 	}
-	writeText(b, data)
+	b.WriteString(termtext.Lines(data))
 	return true
 }
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subkit/subkit/bash"
@@ -20,28 +19,28 @@ import (
 type bashIn struct {
 	Command   string            `json:"command" jsonschema:"bash source, run by a fresh non-login bash -c in a process group of its own; no state survives between calls but the file system"`
 	TimeoutMs int64             `json:"timeout_ms,omitempty" jsonschema:"run in the foreground and kill the whole tree (SIGTERM, then SIGKILL) after this many milliseconds; above maxTimeoutMs it is lowered to it, and timeout_ms in the result says what applied. Without it the command is never killed by a timeout: after wait_ms it goes on in the background"`
-	WaitMs    int64             `json:"wait_ms,omitempty" jsonschema:"without timeout_ms: how long the call waits for the command to end (default 30000, below the 60 s after which common MCP clients give up on a call; at most timeoutMs minus 1, 119999 by default). A command still running then is not killed: it goes on as a background process of this client, and the answer gives its id, pid and output so far, for bash_read, bash_stop and bash_list. Not with timeout_ms"`
+	WaitMs    int64             `json:"wait_ms,omitempty" jsonschema:"without timeout_ms: how long the call waits for the command to end (default 30000, below the 60 s after which common MCP clients give up on a call, or timeoutMs minus 1 when that is less; at most timeoutMs minus 1, 119999 by default). A command still running then is not killed: it goes on as a background process of this client, and the answer gives its id, pid and output so far, for bash_read, bash_stop and bash_list. Not with timeout_ms"`
 	Stdin     string            `json:"stdin,omitempty" jsonschema:"text written to the command's standard input, which is then closed; without it stdin is the null device"`
 	Cwd       string            `json:"cwd,omitempty" jsonschema:"the directory the command starts in (default: the server's, the configuration's cwd); a relative path is relative to that directory; it must exist"`
-	Env       map[string]string `json:"env,omitempty" jsonschema:"variables set in the command's environment, over the server's defaults (names made of letters, digits and _, not starting with a digit; not the managed prefix DSH_)"`
+	Env       map[string]string `json:"env,omitempty" jsonschema:"variables set in the command's environment, over the server's defaults (names made of letters, digits and _, not starting with a digit; not the managed prefix, DSH_ unless the configuration's managedPrefix says otherwise)"`
 }
 
 // Bounds of the bash tool's wait.
 const mcpDefaultBashWait = 30 * time.Second // under the 60 s request timeout of common MCP clients
 
 // mcpBashArgs names the bash.Request fields by the tools' arguments.
-var mcpBashArgs = map[string]string{"Command": "command", "Timeout": "timeout_ms", "Env": "env", "Dir": "cwd", "Stdin": "stdin"}
+var mcpBashArgs = map[string]string{"Command": "command", "Env": "env", "Dir": "cwd"}
 
 // bashCallError is the tool error of a call that never ran: the executor's own wording, with
 // the request's fields named by the tool's arguments.
-func bashCallError(err error) error {
+func (w *mcpWorld) bashCallError(err error) error {
 	var re *bash.RequestError
 	if errors.As(err, &re) {
 		c := *re
 		if arg, ok := mcpBashArgs[re.Field]; ok {
 			c.Field = arg
 		}
-		if re.Field == "Env" && strings.Contains(re.Err.Error(), "ManagedEnv") {
+		if re.Field == "Env" && strings.HasPrefix(re.Key, w.exec.Config().ManagedPrefix) {
 			c.Err = errors.New("names with the managed prefix are the server's own and cannot be set by a call; choose another name")
 		}
 		err = &c
@@ -53,7 +52,7 @@ type bashStartIn struct {
 	Command string            `json:"command" jsonschema:"bash source, run in the background by a fresh bash -c, without a timeout, until it exits or bash_stop ends it"`
 	Stdin   string            `json:"stdin,omitempty" jsonschema:"text written to its standard input, which is then closed; without it stdin is the null device"`
 	Cwd     string            `json:"cwd,omitempty" jsonschema:"the directory it starts in (default: the server's, the configuration's cwd); a relative path is relative to that directory; it must exist"`
-	Env     map[string]string `json:"env,omitempty" jsonschema:"variables set in its environment, over the server's defaults (not the managed prefix DSH_)"`
+	Env     map[string]string `json:"env,omitempty" jsonschema:"variables set in its environment, over the server's defaults (not the managed prefix, DSH_ unless the configuration's managedPrefix says otherwise)"`
 }
 
 // bashOut is the bash tool's result: the command's, or, when it outlived its wait, what it
@@ -190,7 +189,6 @@ func (s *mcpServer) addBashTools(server *mcp.Server) {
 			"background and the answer gives its id and output so far (follow it with bash_read, end it with bash_stop). With " +
 			"timeout_ms it runs in the foreground instead and is killed at the timeout. On cancellation the whole process tree is " +
 			"terminated. For stateful work (cd, exports, a REPL) use shell_open; for long-running servers use bash_start.",
-		InputSchema: untilSchema[bashIn](),
 	}, (*mcpWorld).bashTool)
 	addTool(s, server, &mcp.Tool{Name: "bash_start", Title: "Start a background command",
 		Description: "Starts a bash command in the background and returns its id at once. It runs without a timeout until it exits " +
@@ -207,7 +205,7 @@ func (s *mcpServer) addBashTools(server *mcp.Server) {
 		Description: "Reads a background command's stdout and stderr from whole-stream byte offsets (the previous read's next " +
 			"offsets read on; 0 reads from the start again) or, with tail_bytes, the last bytes of each; optionally waiting first " +
 			"for new output or (until exit) for its end, and says whether it still runs and, once ended, how.",
-		InputSchema: untilSchema[bashReadIn]("output", "exit"),
+		InputSchema: enumSchema[bashReadIn]("until", "output", "exit"),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, (*mcpWorld).bashReadTool)
 	addTool(s, server, &mcp.Tool{Name: "bash_stop", Title: "Stop a background command",
@@ -221,20 +219,6 @@ func (s *mcpServer) addBashTools(server *mcp.Server) {
 	}, (*mcpWorld).bashListTool)
 }
 
-// untilSchema is In's generated schema with its until field, if any, limited to values.
-func untilSchema[In any](values ...string) *jsonschema.Schema {
-	sch, err := jsonschema.For[In](nil)
-	if err != nil {
-		panic(fmt.Sprintf("schema of %T: %v", *new(In), err)) // a programming error, found by every test
-	}
-	if p := sch.Properties["until"]; p != nil {
-		for _, v := range values {
-			p.Enum = append(p.Enum, v)
-		}
-	}
-	return sch
-}
-
 func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in bashIn) (string, bashOut, error) {
 	cfg := w.exec.Config()
 	note := ""
@@ -244,13 +228,13 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 	}
 	switch {
 	case in.TimeoutMs < 0:
-		return "", bashOut{}, bashCallError(&bash.RequestError{Field: "timeout_ms", Err: fmt.Errorf("%d is negative; omit it for the default", in.TimeoutMs)})
+		return "", bashOut{}, w.bashCallError(&bash.RequestError{Field: "timeout_ms", Err: fmt.Errorf("%d is negative; omit it for the default", in.TimeoutMs)})
 	case in.WaitMs < 0:
-		return "", bashOut{}, bashCallError(&bash.RequestError{Field: "wait_ms", Err: fmt.Errorf("%d is negative; omit it for the default %d", in.WaitMs, mcpDefaultBashWait.Milliseconds())})
+		return "", bashOut{}, w.bashCallError(&bash.RequestError{Field: "wait_ms", Err: fmt.Errorf("%d is negative; omit it for the default %d", in.WaitMs, mcpDefaultBashWait.Milliseconds())})
 	case in.WaitMs > 0 && in.TimeoutMs > 0:
-		return "", bashOut{}, bashCallError(&bash.RequestError{Field: "wait_ms", Err: errors.New("applies without timeout_ms only: give timeout_ms to run the command in the foreground until it, or wait_ms to have it go on in the background after the wait")})
+		return "", bashOut{}, w.bashCallError(&bash.RequestError{Field: "wait_ms", Err: errors.New("applies without timeout_ms only: give timeout_ms to run the command in the foreground until it, or wait_ms to have it go on in the background after the wait")})
 	case in.WaitMs >= cfg.Timeout.Milliseconds():
-		return "", bashOut{}, bashCallError(&bash.RequestError{Field: "wait_ms", Err: fmt.Errorf("%d is not below timeoutMs %d, the longest a command stays in the foreground; give at most %d", in.WaitMs, cfg.Timeout.Milliseconds(), cfg.Timeout.Milliseconds()-1)})
+		return "", bashOut{}, w.bashCallError(&bash.RequestError{Field: "wait_ms", Err: fmt.Errorf("%d is not below timeoutMs %d, the longest a command stays in the foreground; give at most %d", in.WaitMs, cfg.Timeout.Milliseconds(), cfg.Timeout.Milliseconds()-1)})
 	}
 	r := bash.Request{Command: in.Command, Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, Dir: in.Cwd, Env: in.Env}
 	if in.Stdin != "" {
@@ -261,12 +245,12 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 		res, err := w.exec.Exec(ctx, r)
 		stop()
 		if err != nil {
-			return "", bashOut{}, bashCallError(err)
+			return "", bashOut{}, w.bashCallError(err)
 		}
 		return note + bash.Render(res, nil), bashOut{bashResult: bashResultOf(res)}, nil
 	}
 
-	wait := mcpDefaultBashWait
+	wait := min(mcpDefaultBashWait, cfg.Timeout-time.Millisecond) // below the timeout, or the command would be killed at it
 	if in.WaitMs > 0 {
 		wait = time.Duration(in.WaitMs) * time.Millisecond
 	}
@@ -286,7 +270,7 @@ func (w *mcpWorld) bashTool(ctx context.Context, req *mcp.CallToolRequest, in ba
 	res, p, err := w.exec.ExecOrStart(ctx, r, wait, admit)
 	stop()
 	if err != nil {
-		return "", bashOut{}, bashCallError(err)
+		return "", bashOut{}, w.bashCallError(err)
 	}
 	if p == nil {
 		if refused != nil {
@@ -406,7 +390,7 @@ func (w *mcpWorld) bashStartTool(ctx context.Context, _ *mcp.CallToolRequest, in
 	started := time.Now()
 	p, err := w.exec.Start(ctx, r)
 	if err != nil {
-		return "", bashStartOut{}, bashCallError(err)
+		return "", bashStartOut{}, w.bashCallError(err)
 	}
 	id, err := w.keep(&bgProc{Process: p, started: started}, fmt.Sprintf("[request refused: %d background processes are kept and none has ended; end one with bash_stop]", mcpMaxBackground))
 	if err != nil {

@@ -235,6 +235,15 @@ func TestMcpBashWaitEdges(t *testing.T) {
 		assert.Equal(t, 0, *rd.Result.ExitCode, "round %d: never killed", i)
 		assert.Equal(t, "end\n", rd.Stdout.Data, "round %d", i)
 	}
+	// Without wait_ms, on a server whose timeoutMs is below the default wait, the wait is
+	// timeoutMs minus 1: the command goes to the background, never killed at the timeout.
+	out = bashOut{}
+	text = c.callOK(t, "bash", map[string]any{"command": "exec sleep " + tag}, &out)
+	require.NotNil(t, out.Background, text)
+	assert.EqualValues(t, 4999, out.Background.WaitMs)
+	assert.False(t, out.TimedOut)
+	c.callOK(t, "bash_stop", map[string]any{"id": out.Background.ID}, nil)
+
 	var list bashListOut
 	list = bashListOut{}
 	c.callOK(t, "bash_list", nil, &list)

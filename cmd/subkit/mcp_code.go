@@ -47,11 +47,7 @@ func renderCode(stdout, stderr streamOut, tail string) string {
 			}
 			b.WriteString("]\n")
 		}
-		text := termtext.Render([]byte(s.st.Tail))
-		b.WriteString(text)
-		if !strings.HasSuffix(text, "\n") {
-			b.WriteString("\n")
-		}
+		b.WriteString(termtext.Lines([]byte(s.st.Tail)))
 		wrote = true
 	}
 	if !wrote {
@@ -158,16 +154,18 @@ func (w *mcpWorld) codeSessionList() []codeSessionOut {
 	return out
 }
 
-// languageSchema is In's generated schema with the language field limited to langs.
-func languageSchema[In any](langs ...string) *jsonschema.Schema {
+// enumSchema is In's generated schema with its property prop limited to values.
+func enumSchema[In any](prop string, values ...string) *jsonschema.Schema {
 	sch, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("schema of %T: %v", *new(In), err)) // a programming error, found by every test
 	}
-	if p := sch.Properties["language"]; p != nil {
-		for _, l := range langs {
-			p.Enum = append(p.Enum, l)
-		}
+	p := sch.Properties[prop]
+	if p == nil {
+		panic(fmt.Sprintf("schema of %T has no property %q", *new(In), prop)) // the same
+	}
+	for _, v := range values {
+		p.Enum = append(p.Enum, v)
 	}
 	return sch
 }
@@ -177,12 +175,12 @@ func (s *mcpServer) addCodeTools(server *mcp.Server) {
 		Description: "Runs a python3, node or bash program once, in a fresh private directory, and returns its output, exit " +
 			"status and (python3, node) the uncaught exception as name, value and traceback. On timeout or cancellation the " +
 			"whole process tree is terminated; whatever the code left running is ended too.",
-		InputSchema: languageSchema[codeRunIn]("python3", "node", "bash"),
+		InputSchema: enumSchema[codeRunIn]("language", "python3", "node", "bash"),
 	}, (*mcpWorld).codeRunTool)
 	addTool(s, server, &mcp.Tool{Name: "code_session_open", Title: "Open a code session",
 		Description: "Starts a python3 or node interpreter whose state (variables, imports, functions, cwd) lasts from one " +
 			"code_session_run cell to the next, as in a notebook. Returns its id. At most 16 are open.",
-		InputSchema: languageSchema[codeSessionOpenIn]("python3", "node"),
+		InputSchema: enumSchema[codeSessionOpenIn]("language", "python3", "node"),
 	}, func(w *mcpWorld, ctx context.Context, req *mcp.CallToolRequest, in codeSessionOpenIn) (string, codeSessionOut, error) {
 		if w.cells.Len() < mcpMaxCodeSession { // at its own limit, the client is refused below
 			release, err := s.admit("code sessions open", mcpShare*mcpMaxCodeSession, func(x *mcpWorld) int { return x.cells.Len() })

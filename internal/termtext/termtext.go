@@ -11,6 +11,16 @@ const (
 	del = 0x7f
 )
 
+// Lines is Render's text ending in a newline, or "" when p renders to nothing: output as a
+// block of whole lines, for text that other lines follow.
+func Lines(p []byte) string {
+	text := Render(p)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text
+}
+
 // Render turns raw terminal or pipe bytes into the text a model reads; the package comment
 // says what becomes of each kind of byte.
 func Render(p []byte) string {

@@ -72,6 +72,13 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// Lines ends what it renders in a newline, and renders what shows nothing as nothing.
+func TestLines(t *testing.T) {
+	for in, want := range map[string]string{"": "", "\x1b[0m": "", "a": "a\n", "a\n": "a\n", "a\r\nb": "a\nb\n"} {
+		assert.Equal(t, want, Lines([]byte(in)), "%q", in)
+	}
+}
+
 func TestRenderLarge(t *testing.T) {
 	var b strings.Builder
 	for i := range 10000 {
