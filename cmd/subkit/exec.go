@@ -114,7 +114,7 @@ func cmdExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return fail("internal", exitFailure, err)
 		}
-		res.Cancelled = true // interrupted, even if the tree settled by itself meanwhile
+		res.Cancelled = !res.TimedOut // interrupted, even if the tree settled by itself meanwhile; a timeout came first otherwise
 	}
 	if *asJSON {
 		out := execResultOf(h.Argv(), res, *timeout)

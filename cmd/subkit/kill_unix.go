@@ -47,7 +47,6 @@ func (t *oneProcess) Signal(ctx context.Context, s ending.Step) error {
 	sigs := []syscall.Signal{t.first, unix.SIGCONT}
 	if s == ending.Kill || t.first == unix.SIGKILL {
 		sigs = []syscall.Signal{unix.SIGKILL}
-		t.killed = true
 	}
 	for _, sig := range sigs {
 		sent, err := posix.SignalIdentity(ctx, t.id, sig)

@@ -138,7 +138,7 @@ func (w *mcpWorld) processKillTool(ctx context.Context, in processKillIn) (strin
 	case e.last == "":
 		out.Outcome = killGone
 		text = fmt.Sprintf("[process %d (%s) exited before it was signalled: nothing was signalled]\n", in.Pid, p.Comm)
-	case e.killed && sig != "SIGKILL":
+	case e.last == "SIGKILL" && sig != "SIGKILL": // the grace ran out and the SIGKILL reached it
 		out.Outcome = killEnded
 		text = fmt.Sprintf("[process %d (%s) did not exit within %v of %s; ended by SIGKILL]\n", in.Pid, p.Comm, grace, sig)
 	default:
@@ -148,11 +148,9 @@ func (w *mcpWorld) processKillTool(ctx context.Context, in processKillIn) (strin
 	return text, out, nil
 }
 
-// ended is what endProcess did: the last signal that reached the process and whether the
-// SIGKILL step was taken.
+// ended is what endProcess did: the last signal that reached the process ("" for none).
 type ended struct {
-	last   string
-	killed bool
+	last string
 }
 
 // reason words the error of an ending that failed.
