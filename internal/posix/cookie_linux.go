@@ -57,7 +57,7 @@ func (c *Cookie) find(ctx context.Context, skipPgid int, st *findStats) ([]proci
 			return err == nil && pgid == skipPgid
 		}
 	}
-	procs, err := c.census().SinceExcept(os.Getuid(), c.since, inSkipped)
+	procs, err := c.census().Since(os.Getuid(), c.since, inSkipped)
 	if err != nil {
 		return nil, fmt.Errorf("posix: find %s: %w", c.name, err)
 	}

@@ -16,7 +16,7 @@ func BenchmarkCensusCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var c Census
-		if _, err := c.Since(uid, 0); err != nil {
+		if _, err := c.Since(uid, 0, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -28,12 +28,12 @@ func BenchmarkCensusWarm(b *testing.B) {
 	fillTable(b)
 	uid := os.Getuid()
 	var c Census
-	if _, err := c.Since(uid, 0); err != nil {
+	if _, err := c.Since(uid, 0, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Since(uid, 0); err != nil {
+		if _, err := c.Since(uid, 0, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

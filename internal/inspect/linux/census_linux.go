@@ -54,14 +54,9 @@ type censusEntry struct {
 // is the process's effective uid, or root's for a process that is not dumpable, as for the
 // rest of /proc/<pid>) and that are not kernel threads and started at or after since, in pid
 // order. Processes that exit during the scan, or that this caller may not look at (procfs
-// mounted with hidepid), are left out.
-func (c *Census) Since(uid int, since uint64) ([]Entry, error) {
-	return c.SinceExcept(uid, since, nil)
-}
-
-// SinceExcept is Since, but a process it has not seen before and for which skip (when not
-// nil) reports true is left out without reading its stat file (nor remembered).
-func (c *Census) SinceExcept(uid int, since uint64, skip func(pid int) bool) ([]Entry, error) {
+// mounted with hidepid), are left out. So is a process it has not seen before and for which
+// skip (when not nil) reports true, without reading its stat file (nor remembering it).
+func (c *Census) Since(uid int, since uint64, skip func(pid int) bool) ([]Entry, error) {
 	dirfd, err := unix.Open(ProcRoot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: ProcRoot, Err: err}

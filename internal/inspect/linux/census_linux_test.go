@@ -32,7 +32,7 @@ func TestCensusSince(t *testing.T) {
 	cmds := startSleeps(t, 3)
 	uid := os.Getuid()
 	var c Census
-	got, err := c.Since(uid, 0)
+	got, err := c.Since(uid, 0, nil)
 	require.NoError(t, err)
 	assert.True(t, slices.IsSortedFunc(got, func(a, b Entry) int { return a.Pid - b.Pid }), "pid order")
 	assert.Contains(t, got, Entry{Pid: os.Getpid(), StartTime: startOf(t, os.Getpid())})
@@ -49,12 +49,12 @@ func TestCensusSince(t *testing.T) {
 	}
 
 	// The start fence, and the owner: both answered from what the first scan kept.
-	later, err := c.Since(uid, newest+1)
+	later, err := c.Since(uid, newest+1, nil)
 	require.NoError(t, err)
 	for _, cmd := range cmds {
 		assert.NotContains(t, pids(later), cmd.Process.Pid, "started before the fence")
 	}
-	other, err := c.Since(uid+54321, 0)
+	other, err := c.Since(uid+54321, 0, nil)
 	require.NoError(t, err)
 	for _, cmd := range cmds {
 		assert.NotContains(t, pids(other), cmd.Process.Pid, "owned by another user")
@@ -74,7 +74,7 @@ func TestCensusReadsTheStatOfNewProcessesOnly(t *testing.T) {
 	c := Census{onStatRead: func(pid int) { reads = append(reads, pid) }}
 	uid := os.Getuid()
 	first := startSleeps(t, 3)
-	_, err := c.Since(uid, 0)
+	_, err := c.Since(uid, 0, nil)
 	require.NoError(t, err)
 	for _, cmd := range first {
 		assert.Contains(t, reads, cmd.Process.Pid)
@@ -82,7 +82,7 @@ func TestCensusReadsTheStatOfNewProcessesOnly(t *testing.T) {
 
 	reads = nil
 	second := startSleeps(t, 1)
-	got, err := c.Since(uid, 0)
+	got, err := c.Since(uid, 0, nil)
 	require.NoError(t, err)
 	assert.Contains(t, reads, second[0].Process.Pid, "a new process is read")
 	for _, cmd := range first {
@@ -100,7 +100,7 @@ func TestCensusConcurrentScans(t *testing.T) {
 	errs := make([]error, 4)
 	lists := make([][]Entry, 4)
 	for i := range errs {
-		wg.Go(func() { lists[i], errs[i] = c.Since(uid, 0) })
+		wg.Go(func() { lists[i], errs[i] = c.Since(uid, 0, nil) })
 	}
 	wg.Wait()
 	for i := range errs {
@@ -123,7 +123,7 @@ func TestCensusPidReuse(t *testing.T) {
 	require.NoError(t, old.Start())
 	pid := old.Process.Pid
 	oldStart := startOf(t, pid)
-	_, err := c.Since(uid, 0)
+	_, err := c.Since(uid, 0, nil)
 	require.NoError(t, err)
 	require.Contains(t, reads, pid)
 	require.NoError(t, old.Process.Kill())
@@ -138,7 +138,7 @@ func TestCensusPidReuse(t *testing.T) {
 	require.Greater(t, newStart, oldStart)
 
 	reads = nil
-	got, err := c.Since(uid, oldStart+1)
+	got, err := c.Since(uid, oldStart+1, nil)
 	require.NoError(t, err)
 	assert.Contains(t, reads, pid, "the new holder of the pid is read afresh")
 	assert.Contains(t, got, Entry{Pid: pid, StartTime: newStart})
