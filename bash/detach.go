@@ -97,10 +97,5 @@ func (e *Executor) detach(h *subprocess.Handle, command string, admit func() (fu
 		return nil
 	}
 	e.running++
-	pctx, cancel := context.WithCancel(e.life)
-	p := &Process{e: e, h: h, command: command, ctx: pctx, cancelCtx: cancel, done: make(chan struct{})}
-	e.procs[p] = struct{}{}
-	e.watchers.Add(1)
-	go p.watch()
-	return p
+	return e.trackLocked(h, command)
 }

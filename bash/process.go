@@ -92,14 +92,20 @@ func (e *Executor) Start(ctx context.Context, req Request) (*Process, error) {
 		e.mu.Unlock()
 		return nil, spawnError("start", err)
 	}
-	pctx, cancel := context.WithCancel(e.life)
-	p := &Process{e: e, h: h, command: req.Command, ctx: pctx, cancelCtx: cancel, done: make(chan struct{})}
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.trackLocked(h, req.Command), nil
+}
+
+// trackLocked makes h, already counted in e.running, a background Process watched until its
+// tree is gone; e.mu is held.
+func (e *Executor) trackLocked(h *subprocess.Handle, command string) *Process {
+	pctx, cancel := context.WithCancel(e.life)
+	p := &Process{e: e, h: h, command: command, ctx: pctx, cancelCtx: cancel, done: make(chan struct{})}
 	e.procs[p] = struct{}{}
 	e.watchers.Add(1)
-	e.mu.Unlock()
 	go p.watch()
-	return p, nil
+	return p
 }
 
 // watch settles the result, then holds the running slot until the whole tree is gone.
