@@ -68,7 +68,8 @@ type Request struct {
 type Result struct {
 	Language Language
 	// Outcome is how the interpreter ended. TimedOut: the Request's timeout expired.
-	// Cancelled: Run's ctx ended during the run. Either way the run was terminated.
+	// Cancelled: Run's ctx ended, or the Runtime was closed, during the run. Either way the
+	// run was terminated.
 	// PipesHeld: processes the code started still held its output open after it exited;
 	// the result did not wait for them beyond the drain grace, and they were ended. Sandbox
 	// says how the run was confined (the Service's Config.Sandbox), or is nil.

@@ -571,31 +571,30 @@ func (s *procSession) run(ctx context.Context, k *kernel, cell Cell, cb Callback
 	return ex, nil
 }
 
-// interrupt sends SIGINT to the interpreter's group and probes it; it reports whether the
-// interpreter answered within the grace (the cell has then ended too: the driver answers in
-// order), and whether SIGINT was sent.
+// interrupt asks the interpreter to stop the running cell; it reports whether the interpreter
+// answered within the grace (the cell has then ended too: the driver answers in order), and
+// whether the cell was asked to stop (signalled, as Execution.Interrupted). node: see
+// interruptNode. python3: SIGINT to the interpreter's group, then a probe.
 func (s *procSession) interrupt(k *kernel, c *cellState) (answered, signalled bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 	defer cancel()
+	if s.lang == Node {
+		return s.interruptNode(ctx, k, c)
+	}
 	// python3's driver ignores a SIGINT that lands before the cell's code runs, as it does
 	// between cells (while it waits for the cell, it cannot tell a SIGINT meant for the cell
 	// from one meant for the cell before), so SIGINT waits for its word that the code is about
 	// to run. A cell that ended first is not interrupted.
-	if s.lang == Python3 {
-		select {
-		case <-c.started:
-		case <-c.replied:
-			return true, false
-		case <-k.dead:
-			return false, false
-		case <-k.h.Done():
-			return false, false
-		case <-ctx.Done():
-			return false, false
-		}
-	}
-	if s.lang == Node {
-		return s.interruptNode(ctx, k, c)
+	select {
+	case <-c.started:
+	case <-c.replied:
+		return true, false
+	case <-k.dead:
+		return false, false
+	case <-k.h.Done():
+		return false, false
+	case <-ctx.Done():
+		return false, false
 	}
 	if err := k.h.Signal(os.Interrupt); err != nil {
 		s.rt.log.Warn("coderuntime: interrupting a cell", "language", s.lang, "err", err)
@@ -605,11 +604,10 @@ func (s *procSession) interrupt(k *kernel, c *cellState) (answered, signalled bo
 		s.rt.log.Warn("coderuntime: probing an interrupted cell's interpreter", "language", s.lang, "err", err)
 		return false, true
 	}
-	// A signal can be taken without the cell seeing it: node's SIGINT watchdog takes one that
-	// lands just as a cell's synchronous part ends, and python3 runs its handler only between
-	// bytecodes, so one that lands just before the code enters a blocking call (time.sleep,
-	// a read) waits for that call to return. The interpreter gets it again until it answers;
-	// both drivers ignore a SIGINT between cells.
+	// A signal can be taken without the cell seeing it: python3 runs its handler only between
+	// bytecodes, so one that lands just before the code enters a blocking call (time.sleep, a
+	// read) waits for that call to return. The interpreter gets it again until it answers; the
+	// driver ignores a SIGINT between cells.
 	again := time.NewTicker(resendInterrupt)
 	defer again.Stop()
 	for {

@@ -517,9 +517,8 @@ func (r *Runtime) run(ctx context.Context, req Request, lang language, path, dir
 		r.log.Warn("coderuntime: ending a run the closed runtime spawned", "err", err)
 	}
 
-	res, cancelled, err := r.wait(ctx, h, spec.Grace)
-	out.Outcome = res.Outcome
-	out.Cancelled = cancelled && !res.TimedOut
+	res, err := r.wait(ctx, h, spec.Grace)
+	out.Outcome = res.Outcome // Cancelled when ctx's end (or the runtime's Close) ended the run
 	out.Stdout, out.Stderr = output(res.Stdout), output(res.Stderr)
 	if report != nil {
 		ce, rerr := readCodeError(report, workPrefixes(work))
@@ -534,29 +533,24 @@ func (r *Runtime) run(ctx context.Context, req Request, lang language, path, dir
 	return out, nil
 }
 
-// wait returns the settled result and whether ctx's end cut the run short. Whatever way the
-// run ended, it then ends what the code left behind, so nothing outlives Run.
-func (r *Runtime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, bool, error) {
+// wait returns the settled result: Cancelled when ctx's end cut the run short (the Handle
+// says so when Terminate came before the result settled). Whatever way the run ended, it then
+// ends what the code left behind, so nothing outlives Run.
+func (r *Runtime) wait(ctx context.Context, h *subprocess.Handle, grace time.Duration) (subprocess.Result, error) {
 	// Enough for SIGTERM, the grace, SIGKILL, the kill wait and a drain grace.
 	bound, cancel := context.WithTimeout(context.Background(), endBound(grace))
 	defer cancel()
 	res, err := h.Wait(ctx)
-	cancelled := false
 	var errs []error
 	if err != nil {
-		select {
-		case <-h.Done(): // it ended on its own as ctx ended
-		default:
-			cancelled = true
-		}
 		errs = append(errs, h.Terminate(bound))
 		if res, err = h.Wait(bound); err != nil {
-			return res, cancelled, errors.Join(append(errs, err)...)
+			return res, errors.Join(append(errs, err)...)
 		}
 	}
 	// Whatever the code left running, including setsid daemons that left its group.
 	errs = append(errs, h.Terminate(bound))
-	return res, cancelled, errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
 // killWaitBound covers the Service's wait after SIGKILL plus scheduling slack.

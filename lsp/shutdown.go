@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/subkit/subkit/internal/done"
 	"github.com/subkit/subkit/subprocess"
 )
 
@@ -201,9 +202,7 @@ func (c *Client) terminate(ctx context.Context) error {
 }
 
 func (c *Client) treeGone() bool {
-	select {
-	case <-c.h.Done():
-	default:
+	if !done.Closed(c.h.Done()) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

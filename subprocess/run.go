@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/subkit/subkit/internal/done"
 )
 
 // Usage is what the leader consumed, from its wait status: its own CPU time and peak memory,
@@ -34,10 +36,8 @@ func Run(ctx context.Context, svc *Service, spec Spec) (Result, error) {
 	res, werr := h.Wait(ctx)
 	cerr := h.Close()
 	if werr != nil {
-		select {
-		case <-h.Done(): // Close settled it: return what it had
+		if done.Closed(h.Done()) { // Close settled it: return what it had
 			res, _ = h.Wait(context.Background())
-		default:
 		}
 		return res, werr
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/subkit/subkit/internal/done"
 )
 
 // mcpMaxMessage is the largest JSON-RPC message the server reads: one line over stdio, one
@@ -299,10 +301,8 @@ func (c *stdioConn) refuse(id json.RawMessage, code int64, message string) bool 
 }
 
 func (c *stdioConn) send(data []byte) bool {
-	select {
-	case <-c.closed:
+	if done.Closed(c.closed) {
 		return false
-	default:
 	}
 	c.writeLine(data) // a failure has marked the client gone; reading goes on to the end of stdin
 	return true
