@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -70,6 +72,9 @@ func TestProcessLimit(t *testing.T) {
 	root, err := os.MkdirTemp("", "subkit-sandbox-nproc-")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, os.RemoveAll(root)) })
+	// The sleeps outlive the shell, and bwrap's --new-session takes them (and its own init of
+	// the pid namespace) out of the group start kills: end everything of the uid.
+	t.Cleanup(func() { killUser(t, uid) })
 	require.NoError(t, os.Chmod(root, 0o755))
 	helper := copyExecutable(t, filepath.Join(root, "helper"))
 	work, tmp, home := filepath.Join(root, "work"), filepath.Join(root, "tmp"), filepath.Join(root, "home")
@@ -136,4 +141,31 @@ func copyExecutable(t *testing.T, dst string) string {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 	return dst
+}
+
+// killUser kills every process whose real uid is uid, until none is left (a minute at most).
+func killUser(t *testing.T, uid uint32) {
+	t.Helper()
+	want := fmt.Sprintf("Uid:\t%d\t", uid)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		ents, err := os.ReadDir("/proc")
+		require.NoError(t, err)
+		left := 0
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			st, err := os.ReadFile("/proc/" + e.Name() + "/status")
+			if err != nil || !strings.Contains(string(st), want) || strings.Contains(string(st), "State:\tZ") {
+				continue
+			}
+			left++
+			_ = syscall.Kill(pid, syscall.SIGKILL) // ESRCH when it just exited: fine
+		}
+		if left == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d processes of uid %d outlived SIGKILL for a minute", left, uid)
+	}
 }
