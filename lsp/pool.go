@@ -42,7 +42,8 @@ type PoolConfig struct {
 	MaxBackoff time.Duration
 	// IdleTimeout, when positive, ends a server that no Get and no Server call has used for
 	// that long (Evict): its processes end and its documents are forgotten; the next Get of
-	// its key starts a new one. 0 keeps servers until Evict or Shutdown.
+	// its key starts a new one. A server is not idle while it starts, and the time counts
+	// from the end of its last start at the earliest. 0 keeps servers until Evict or Shutdown.
 	IdleTimeout time.Duration
 	// StartTimeout bounds each start of a server (spawn, initialize, and re-opening its
 	// documents); 0 means a minute.
@@ -263,6 +264,9 @@ func (p *Pool) janitor() {
 			return
 		}
 		for key, s := range p.servers {
+			if s.starting.Load() { // in use: someone is about to call it; looked at again within IdleTimeout
+				continue
+			}
 			idle := now.Sub(time.Unix(0, s.lastUse.Load()))
 			if idle >= p.cfg.IdleTimeout {
 				delete(p.servers, key)
@@ -433,13 +437,14 @@ type Server struct {
 	key Key
 	cfg Config
 
-	ctx     context.Context // ends when the server is evicted or the pool shuts down
-	cancel  context.CancelFunc
-	supDone chan struct{} // closed when the supervisor has returned
-	lastUse atomic.Int64  // UnixNano of the last Get or Client
-	endOnce sync.Once
-	endErr  error
-	ended   chan struct{} // closed once the server is out of the pool and its processes are gone
+	ctx      context.Context // ends when the server is evicted or the pool shuts down
+	cancel   context.CancelFunc
+	supDone  chan struct{} // closed when the supervisor has returned
+	lastUse  atomic.Int64  // UnixNano of the last Get or Client, or of the end of the last start
+	starting atomic.Bool   // a start (spawn, initialize, documents re-opened) is under way
+	endOnce  sync.Once
+	endErr   error
+	ended    chan struct{} // closed once the server is out of the pool and its processes are gone
 
 	mu       sync.Mutex
 	cur      *Client   // the running client; nil while starting
@@ -530,7 +535,10 @@ func (s *Server) supervise() {
 	var starts []time.Time // within the window
 	for {
 		starts = append(starts, time.Now())
+		s.starting.Store(true)
 		c, err := s.start(docs)
+		s.touch() // before starting is cleared: the janitor never sees a started server as idle since before its start
+		s.starting.Store(false)
 		if err == nil {
 			s.set(c, nil)
 			select {

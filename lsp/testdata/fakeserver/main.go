@@ -33,6 +33,7 @@ type message struct {
 }
 
 type server struct {
+	initDelay  time.Duration // how long initialize takes
 	exitDelay  time.Duration
 	watch      string
 	root       string            // from initialize, for "need FILE" lines
@@ -78,6 +79,7 @@ func main() {
 	enc := flag.String("encoding", "", "position encoding to choose when the client offers it (utf-8)")
 	starts := flag.String("starts", "", "file to append a line to at every start")
 	silent := flag.Bool("silent", false, "publish no diagnostics at all")
+	initDelay := flag.Duration("init-delay", 0, "time initialize takes before its answer")
 	latency := flag.Duration("latency", 0, "time each didOpen and didChange takes before its diagnostics are published; messages are handled one at a time, in order")
 	dedupe := flag.Bool("dedupe", false, "publish nothing for a text of a document already checked")
 	watch := flag.String("watch", "", "glob of the files to register a didChangeWatchedFiles watcher for, once initialized")
@@ -101,7 +103,7 @@ func main() {
 	if *flood > 0 {
 		go writeStderr(*flood)
 	}
-	s := &server{escapeURIs: *escapeURIs, watch: *watch, lastDiags: map[string]string{}, exitDelay: *exitDelay, silent: *silent, latency: *latency, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
+	s := &server{escapeURIs: *escapeURIs, watch: *watch, lastDiags: map[string]string{}, exitDelay: *exitDelay, silent: *silent, latency: *latency, initDelay: *initDelay, dedupe: *dedupe, checked: map[string]bool{}, mode: *mode, sync: *syncKind, versioned: !*unversioned, pull: *pull, stale: *stale,
 		crashAfter: *crashAfter, wantEnc: *enc, enc: "utf-16", out: os.Stdout,
 		waiting: map[string]chan message{}, slow: map[string]bool{}, docs: map[string]string{}, versions: map[string]int{}}
 	fmt.Fprintf(os.Stderr, "fakeserver: starting in mode %s\n", *mode)
@@ -247,6 +249,7 @@ func (s *server) handle(m message) {
 			go s.initializeAfterRequests(m, p)
 			return
 		}
+		time.Sleep(s.initDelay) // a slow start; the next message waits (serve is serial)
 		s.reply(m.ID, s.initResult(p, nil))
 	case "initialized":
 		s.notify("window/logMessage", map[string]any{"type": 3, "message": "fakeserver initialized"})
