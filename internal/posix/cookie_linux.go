@@ -61,7 +61,7 @@ func (c *Cookie) find(ctx context.Context, skipPgid int, st *findStats) ([]proci
 	if err != nil {
 		return nil, fmt.Errorf("posix: find %s: %w", c.name, err)
 	}
-	l := looker{skip: skipPgid, inSkipped: inSkipped, first: []byte(c.name + "="), inner: []byte("\x00" + c.name + "="), st: st}
+	l := looker{skip: skipPgid, first: []byte(c.name + "="), inner: []byte("\x00" + c.name + "="), st: st}
 	var found []procinspect.Identity
 	var errs []error
 	var execing []linux.Entry
@@ -123,9 +123,8 @@ const (
 // looker looks at the candidates of one Find.
 type looker struct {
 	skip         int
-	inSkipped    func(pid int) bool // nil when no group is skipped
-	first, inner []byte             // "NAME=" and "\x00NAME="
-	buf          []byte             // environment buffer, reused
+	first, inner []byte // "NAME=" and "\x00NAME="
+	buf          []byte // environment buffer, reused
 	st           *findStats
 }
 
@@ -139,9 +138,6 @@ type looker struct {
 // Errors that mean the process is gone or not readable by this user are no errors here.
 func (l *looker) look(e linux.Entry) (procinspect.Identity, verdict, error) {
 	id := procinspect.Identity{Pid: e.Pid, Start: e.StartTime}
-	if l.inSkipped != nil && l.inSkipped(e.Pid) { // the census knew it: see find
-		return id, lacks, nil
-	}
 	l.st.environRead(e.Pid)
 	var err error
 	l.buf, err = linux.AppendEnviron(l.buf[:0], e.Pid)

@@ -54,8 +54,8 @@ type censusEntry struct {
 // is the process's effective uid, or root's for a process that is not dumpable, as for the
 // rest of /proc/<pid>) and that are not kernel threads and started at or after since, in pid
 // order. Processes that exit during the scan, or that this caller may not look at (procfs
-// mounted with hidepid), are left out. So is a process it has not seen before and for which
-// skip (when not nil) reports true, without reading its stat file (nor remembering it).
+// mounted with hidepid), are left out. So is a process for which skip (when not nil) reports
+// true; one it has not seen before is then neither read (its stat file) nor remembered.
 func (c *Census) Since(uid int, since uint64, skip func(pid int) bool) ([]Entry, error) {
 	dirfd, err := unix.Open(ProcRoot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -119,7 +119,7 @@ func (c *Census) Since(uid int, since uint64, skip func(pid int) bool) ([]Entry,
 				e = censusEntry{ino: uint64(st.Ino), ctime: st.Ctim, startTime: br.StartTime, kthread: br.KernelThread()}
 			}
 			next[pid] = e
-			if !e.kthread && e.startTime >= since {
+			if !e.kthread && e.startTime >= since && (skip == nil || !skip(pid)) {
 				out = append(out, Entry{Pid: pid, StartTime: e.startTime})
 			}
 		}

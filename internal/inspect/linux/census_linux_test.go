@@ -89,6 +89,17 @@ func TestCensusReadsTheStatOfNewProcessesOnly(t *testing.T) {
 		assert.NotContains(t, reads, cmd.Process.Pid, "a process seen before is not read again")
 		assert.Contains(t, pids(got), cmd.Process.Pid, "and is still listed")
 	}
+
+	// skip leaves a process out, one seen before or not; a new one skipped is not read.
+	reads = nil
+	third := startSleeps(t, 1)
+	skipped := map[int]bool{first[0].Process.Pid: true, third[0].Process.Pid: true}
+	got, err = c.Since(uid, 0, func(pid int) bool { return skipped[pid] })
+	require.NoError(t, err)
+	assert.NotContains(t, pids(got), first[0].Process.Pid)
+	assert.NotContains(t, pids(got), third[0].Process.Pid)
+	assert.Contains(t, pids(got), first[1].Process.Pid)
+	assert.NotContains(t, reads, third[0].Process.Pid, "a skipped new process is not read")
 }
 
 // Scans may run alongside each other (for the race detector).
