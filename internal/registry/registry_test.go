@@ -114,8 +114,7 @@ func TestEvictsLeastRecentlyUsedOutsideTheProtected(t *testing.T) {
 
 // A slot counts toward Max while its entry is made; Close waits for it, and a Fill after
 // Close is refused while the slot stays held, so the caller closes what it made before Close
-// returns; an eviction's close error is returned beside the
-// slot, naming the entry.
+// returns; an eviction's close error is returned beside the slot, naming the entry.
 func TestSlots(t *testing.T) {
 	r := registry.New(registry.Config[*live]{Max: 1, NewID: func() string { return "fixed" }})
 	slot, _, err := r.Reserve()
